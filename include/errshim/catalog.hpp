@@ -1,0 +1,206 @@
+// The catalog: what errshim knows about inference-layer errors.
+//
+// A Catalog is built once from YAML (the embedded patterns/ files, user files
+// or folders, or text) and is immutable afterwards, so one instance is shared
+// by any number of threads without locking. Reloading means building a new
+// Catalog and swapping the shared_ptr.
+#pragma once
+
+#include <cstddef>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "errshim/diagnosis.hpp"
+
+namespace errshim {
+
+// Where something sits in a catalog file (1-based line and column; 0 = unknown).
+struct Location {
+  std::string file;
+  int line = 0;
+  int column = 0;
+};
+
+// Where the error is raised upstream, pinned to a commit.
+struct SourcePin {
+  std::string repo;    // "huggingface/candle"
+  std::string path;    // "candle-transformers/src/models/metavoice.rs"
+  int line = 0;        // line of the bail!/raise
+  std::string commit;  // full or abbreviated sha the line was read at
+  std::string symbol;  // enclosing function, "SelfAttention::new"
+};
+
+// A scalar config value as written in the catalog. `text` holds the value's
+// spelling; a string may contain {capture} references resolved at fix time.
+struct Value {
+  enum class Type { null, boolean, integer, number, string };
+  Type type = Type::null;
+  std::string text;
+
+  friend bool operator==(const Value& a, const Value& b) { return a.type == b.type && a.text == b.text; }
+};
+
+// How much an automatic fix may change what the model computes.
+enum class Safety {
+  safe,            // results unchanged
+  slower,          // results unchanged, costs speed or memory
+  changes_output,  // may change what the model computes
+  manual,          // needs a person (rebuild, other hardware); never automatic
+};
+std::string_view to_string(Safety) noexcept;
+std::optional<Safety> parse_safety(std::string_view) noexcept;
+
+// A machine-readable config change attached to a remediation step.
+struct Fix {
+  std::vector<std::pair<std::string, Value>> set;  // key (or dotted path) -> value, in order
+  std::vector<std::string> remove;                 // keys to delete
+  std::string action;                              // host-registered action name, e.g. "fallback-manual-attention"
+  Safety safety = Safety::manual;
+  std::string reason;                              // one line: why this safety class
+  std::vector<std::pair<std::string, Value>> requires_set;  // bundle: must change together
+  std::vector<std::pair<std::string, Value>> conflicts;     // bundle: refuses when a key holds this value
+
+  bool empty() const noexcept { return set.empty() && remove.empty() && action.empty(); }
+};
+
+struct Remediation {
+  std::string text;
+  std::optional<Fix> fix;
+};
+
+struct MatchExample {
+  std::string text;
+  std::vector<Capture> captures;  // expected; only the ones listed are checked
+  Location where;
+};
+
+struct NoMatchExample {
+  std::string text;
+  Location where;
+};
+
+// One catalog entry. Field names follow the YAML schema in patterns/README.md.
+struct Entry {
+  std::string id;  // stable, dotted: "candle.metavoice.kv_cache_enabled"
+  std::string template_text;  // the upstream message with its placeholders, or empty
+  std::string pattern;        // the Boost.Regex errshim matches with (compiled from the template)
+  std::vector<std::string> capture_names;  // in order of appearance
+  SourcePin source;
+  std::vector<SourcePin> also_at;  // other places that raise the same text
+  std::string library;             // "candle", "transformers", "libtorch"
+  std::string error_class;         // "candle::Error::Msg", "ValueError"
+  std::string kind;                // validation, unsupported-feature, resource, ...
+  std::string severity = "error";
+  std::string cause;    // what the error means
+  std::string trigger;  // what makes it happen
+  std::vector<Remediation> remediation;  // ordered: most likely to work first
+  std::vector<std::string> tags;
+  std::vector<MatchExample> match_examples;
+  std::vector<NoMatchExample> no_match_examples;
+  int priority = 0;
+  std::vector<std::string> unless;  // regexes; a hit on any of them vetoes this entry
+  bool imported = false;            // text came from an importer, not written by us
+  Location where;                   // the entry's position in its file
+};
+
+// A problem found in a catalog, with enough position to fix it.
+struct Problem {
+  Location where;
+  std::string entry_id;  // empty when the problem is not inside an entry
+  std::string message;
+
+  // "patterns/candle.yaml:12:5: entry 'candle.x': unknown key 'cuase' (did you mean 'cause'?)"
+  std::string to_string() const;
+};
+
+// Thrown when a catalog cannot be built. Carries every problem found, not just
+// the first, so one run of `errshim lint` shows them all.
+class catalog_error : public std::runtime_error {
+ public:
+  explicit catalog_error(std::vector<Problem> problems);
+  const std::vector<Problem>& problems() const noexcept { return problems_; }
+
+ private:
+  std::vector<Problem> problems_;
+};
+
+class Catalog;
+using CatalogPtr = std::shared_ptr<const Catalog>;
+
+// What a match found, plus anything that went wrong on the way (an entry that
+// hit Boost.Regex's complexity limit, an input cut to the size cap). Matching
+// never throws; problems are reported here instead.
+struct MatchResult {
+  std::optional<Diagnosis> diagnosis;
+  std::vector<std::string> problems;
+};
+
+class Catalog {
+ public:
+  // The catalog compiled into the library from patterns/. Built on first use,
+  // once per process, and shared.
+  static CatalogPtr embedded();
+
+  const std::vector<std::shared_ptr<const Entry>>& entries() const noexcept;
+  const Entry* find(std::string_view id) const noexcept;
+  std::size_t size() const noexcept { return entries().size(); }
+
+  // Normalises `message` (tracebacks, Caused-by chains, log prefixes; see
+  // normalize.hpp) and returns the winning entry.
+  //
+  // The rule when several entries match: the highest `priority` wins; on a
+  // tie, the most specific entry (the most literal characters in its
+  // pattern); then the segment nearest the root cause (normalize() lists
+  // segments root cause first); then the earliest match in that segment;
+  // last, the smallest id. The rule is total, so the result is deterministic.
+  MatchResult match(std::string_view message) const noexcept;
+  std::optional<Diagnosis> diagnose(std::string_view message) const noexcept;
+
+  // Whether this one entry's pattern (and not its `unless` list) claims some
+  // segment of `message`, regardless of which entry would win. For lint.
+  bool claims(std::string_view id, std::string_view message) const noexcept;
+
+  ~Catalog();
+  Catalog(const Catalog&) = delete;
+  Catalog& operator=(const Catalog&) = delete;
+
+  struct Impl;
+
+ private:
+  friend class CatalogBuilder;
+  explicit Catalog(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+// Collects catalog sources in layers, then builds an immutable Catalog.
+// Within a layer ids must be unique; a later layer replaces entries of an
+// earlier one by id (that is how a user overrides the embedded catalog).
+class CatalogBuilder {
+ public:
+  CatalogBuilder& add_embedded();
+  // A .yaml/.yml file, or a folder whose *.yaml/*.yml files (sorted, not
+  // recursive) form one layer.
+  CatalogBuilder& add_path(const std::filesystem::path& path);
+  CatalogBuilder& add_yaml(std::string text, std::string name = "<string>");
+
+  // Parses and compiles every layer. Throws catalog_error listing every
+  // problem; nothing half-loaded is ever returned.
+  CatalogPtr build() const;
+
+ private:
+  struct Source {
+    enum class Kind { embedded, path, text } kind;
+    std::filesystem::path path;
+    std::string text;
+    std::string name;
+  };
+  std::vector<Source> sources_;
+};
+
+}  // namespace errshim

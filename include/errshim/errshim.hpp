@@ -1,0 +1,11 @@
+// The whole errshim C++ API.
+#pragma once
+
+#include "errshim/catalog.hpp"
+#include "errshim/diagnosis.hpp"
+#include "errshim/error.hpp"
+#include "errshim/guard.hpp"
+#include "errshim/lint.hpp"
+#include "errshim/normalize.hpp"
+#include "errshim/render.hpp"
+#include "errshim/version.hpp"

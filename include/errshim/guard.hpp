@@ -1,0 +1,62 @@
+// The three ways to call errshim around an inference layer.
+//
+//   (1) auto model = errshim::guard([&] { return load_model(cfg); });
+//   (2) try { step(); } catch (...) { errshim::rethrow_translated(); }
+//   (3) if (auto d = errshim::diagnose(stderr_text)) { ... }
+//
+// (1) and (2) throw errshim::translated_error for a recognised message and
+// rethrow anything else unchanged (same object, same type), including throws
+// that are not std::exception. (3) never throws.
+#pragma once
+
+#include <functional>
+#include <optional>
+#include <string_view>
+#include <type_traits>
+#include <utility>
+
+#include "errshim/catalog.hpp"
+#include "errshim/diagnosis.hpp"
+#include "errshim/error.hpp"
+
+namespace errshim {
+
+// Must be called while an exception is being handled (inside catch). Throws
+// translated_error with the current exception nested, or rethrows the current
+// exception unchanged when the catalog does not recognise it. An exception
+// already translated is rethrown as it is. Outside a handler it throws
+// std::logic_error.
+[[noreturn]] void rethrow_translated(const Catalog& catalog);
+[[noreturn]] void rethrow_translated();  // the embedded catalog
+
+// The text errshim matches for an exception: what(), followed by the what()
+// of each nested exception as a "Caused by:" chain. Empty when the exception
+// is not a std::exception.
+std::string exception_text(std::exception_ptr error);
+
+// Calls f() and returns its value; on a throw, translates as above.
+// The happy path is the plain call inside a try block: no allocation, no lookup.
+template <class F>
+std::invoke_result_t<F&> guard(F&& f, const Catalog& catalog) {
+  try {
+    return std::invoke(f);
+  } catch (...) {
+    rethrow_translated(catalog);
+  }
+}
+
+template <class F>
+std::invoke_result_t<F&> guard(F&& f) {
+  try {
+    return std::invoke(f);
+  } catch (...) {
+    rethrow_translated();
+  }
+}
+
+// Diagnoses an error string (from a C API, an FFI boundary, a worker's
+// stderr). Never throws: a broken input is simply not matched.
+std::optional<Diagnosis> diagnose(std::string_view message, const Catalog& catalog) noexcept;
+std::optional<Diagnosis> diagnose(std::string_view message) noexcept;  // the embedded catalog
+
+}  // namespace errshim
