@@ -1,0 +1,1180 @@
+// Cutting what a user received down to the bare error messages.
+//
+// One forward scan over lines with small, bounded look-arounds; no regular
+// expressions, so the cost stays linear in the (already bounded) input and a
+// hostile message cannot make matching slow.
+
+#include "errshim/normalize.hpp"
+
+#include <algorithm>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace errshim {
+namespace {
+
+using sv = std::string_view;
+constexpr std::size_t npos = sv::npos;
+
+constexpr std::size_t kMaxPrefixTokens = 12;   // log prefixes never nest deeper in practice
+constexpr std::size_t kMaxTagBytes = 128;      // longest "[...]" / "(...)" taken for a log tag
+constexpr std::size_t kMaxClassBytes = 256;    // longest Python exception class name
+constexpr std::size_t kMaxLookBack = 256;      // lines taken above a c10 backtrace or "Caused by:"
+constexpr std::size_t kMaxOldPanicLines = 64;  // lines an old-style quoted panic message may span
+constexpr int kMaxDebugDepth = 8;              // nesting followed in a Rust Debug value
+
+// ------------------------------------------------------------------ text helpers
+
+bool is_digit(char c) { return c >= '0' && c <= '9'; }
+bool is_upper(char c) { return c >= 'A' && c <= 'Z'; }
+bool is_lower(char c) { return c >= 'a' && c <= 'z'; }
+bool is_alpha(char c) { return is_upper(c) || is_lower(c); }
+bool is_ident(char c) { return is_alpha(c) || is_digit(c) || c == '_'; }
+bool is_blank(char c) { return c == ' ' || c == '\t'; }
+bool is_space(char c) { return is_blank(c) || c == '\r' || c == '\n' || c == '\v' || c == '\f'; }
+bool is_continuation(char c) { return (static_cast<unsigned char>(c) & 0xC0u) == 0x80u; }
+char to_lower(char c) { return is_upper(c) ? static_cast<char>(c - 'A' + 'a') : c; }
+
+bool starts_with(sv s, sv p) { return s.size() >= p.size() && s.compare(0, p.size(), p) == 0; }
+bool ends_with(sv s, sv p) {
+  return s.size() >= p.size() && s.compare(s.size() - p.size(), p.size(), p) == 0;
+}
+bool iequals(sv a, sv b) {
+  if (a.size() != b.size()) return false;
+  for (std::size_t i = 0; i < a.size(); ++i)
+    if (to_lower(a[i]) != to_lower(b[i])) return false;
+  return true;
+}
+bool contains(sv s, char c) { return s.find(c) != npos; }
+
+sv ltrim(sv s) {
+  std::size_t i = 0;
+  while (i < s.size() && is_blank(s[i])) ++i;
+  return s.substr(i);
+}
+sv rtrim(sv s) {
+  std::size_t n = s.size();
+  while (n > 0 && is_space(s[n - 1])) --n;
+  return s.substr(0, n);
+}
+sv trim(sv s) {
+  std::size_t i = 0;
+  while (i < s.size() && is_space(s[i])) ++i;
+  return rtrim(s.substr(i));
+}
+std::size_t leading_blanks(sv s) { return s.size() - ltrim(s).size(); }
+bool indented(sv s) { return !s.empty() && is_blank(s[0]); }
+
+// Number of consecutive digits at p, counting at most `max`.
+std::size_t count_digits(sv s, std::size_t p, std::size_t max) {
+  std::size_t n = 0;
+  while (p + n < s.size() && n < max && is_digit(s[p + n])) ++n;
+  return n;
+}
+
+// Largest cut <= n that does not split a UTF-8 sequence. Invalid UTF-8 has no
+// boundary to respect, so then the cut stays at n.
+std::size_t utf8_floor(sv s, std::size_t n) {
+  if (n >= s.size()) return s.size();
+  std::size_t k = n;
+  while (k > 0 && n - k < 3 && is_continuation(s[k])) --k;
+  return is_continuation(s[k]) ? n : k;
+}
+// Smallest start >= n that does not begin inside a UTF-8 sequence.
+std::size_t utf8_ceil(sv s, std::size_t n) {
+  std::size_t k = n;
+  while (k < s.size() && k - n < 3 && is_continuation(s[k])) ++k;
+  return (k < s.size() && is_continuation(s[k])) ? n : k;
+}
+
+void trim_in_place(std::string& s) {
+  sv t = trim(s);
+  if (t.size() == s.size()) return;
+  const std::size_t start = static_cast<std::size_t>(t.data() - s.data());
+  s.erase(start + t.size());
+  s.erase(0, start);
+}
+
+// Joins lines with '\n' up to kMaxSegmentBytes, dropping trailing blanks of
+// each line; a message cut at the cap still ends on a whole UTF-8 character.
+class TextBuilder {
+ public:
+  void add_line(sv line) {
+    line = rtrim(line);
+    if (full_) return;
+    std::size_t room = kMaxSegmentBytes - text_.size();
+    if (started_) {
+      if (room == 0) {
+        full_ = true;
+        return;
+      }
+      text_ += '\n';
+      --room;
+    }
+    started_ = true;
+    if (line.size() > room) {
+      line = line.substr(0, utf8_floor(line, room));
+      full_ = true;
+    }
+    text_.append(line.data(), line.size());
+  }
+  std::string take() {
+    std::string out = std::move(text_);
+    text_.clear();
+    trim_in_place(out);
+    started_ = full_ = false;
+    return out;
+  }
+
+ private:
+  std::string text_;
+  bool started_ = false;
+  bool full_ = false;
+};
+
+// ------------------------------------------------------------- bytes and lines
+
+// Copies `in` to `out` without terminal escapes and NUL bytes: colours are
+// noise to matching, and a NUL would cut the message short for C consumers.
+void append_clean(std::string& out, sv in) {
+  const std::size_t n = in.size();
+  std::size_t i = 0;
+  while (i < n) {
+    const char c = in[i];
+    if (c == '\0') {
+      ++i;
+      continue;
+    }
+    if (c != '\x1b') {
+      out += c;
+      ++i;
+      continue;
+    }
+    ++i;  // the ESC itself is always dropped
+    if (i >= n) break;
+    const char kind = in[i];
+    if (kind == '[') {  // CSI: parameters and intermediates, then one final byte
+      ++i;
+      while (i < n && in[i] >= 0x20 && in[i] <= 0x3F) ++i;
+      if (i < n && in[i] >= 0x40 && in[i] <= 0x7E) ++i;
+    } else if (kind == ']') {  // OSC (hyperlinks, titles): up to BEL or ESC '\', never past a line
+      ++i;
+      while (i < n && in[i] != '\a' && in[i] != '\x1b' && in[i] != '\n') ++i;
+      if (i < n && in[i] == '\a') ++i;
+      else if (i + 1 < n && in[i] == '\x1b' && in[i + 1] == '\\') i += 2;
+    } else {  // other short escapes: intermediates, then one final byte
+      while (i < n && in[i] >= 0x20 && in[i] <= 0x2F) ++i;
+      if (i < n && in[i] >= 0x30 && in[i] <= 0x7E) ++i;
+    }
+  }
+}
+
+// Splits on "\n", "\r\n" and a lone "\r": progress bars redraw with a lone CR,
+// and each redraw is a line of its own.
+std::vector<sv> split_lines(sv s) {
+  std::vector<sv> lines;
+  std::size_t start = 0;
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    if (s[i] != '\n' && s[i] != '\r') continue;
+    lines.push_back(s.substr(start, i - start));
+    if (s[i] == '\r' && i + 1 < s.size() && s[i + 1] == '\n') ++i;
+    start = i + 1;
+  }
+  if (start < s.size()) lines.push_back(s.substr(start));
+  return lines;
+}
+
+// ----------------------------------------------------------------- log prefixes
+
+// Timestamps: "2026-11-30 10:01:42,123", "2026-11-30T10:01:42.123Z",
+// "2026/11/30 10:01:42+01:00", or a time alone "10:01:42". Returns the end;
+// `dated` tells whether a date came first.
+std::size_t match_timestamp(sv s, std::size_t p, bool* dated_out = nullptr) {
+  std::size_t q = p;
+  bool dated = false;
+  if (count_digits(s, q, 5) == 4 && q + 4 < s.size() && (s[q + 4] == '-' || s[q + 4] == '/')) {
+    const char sep = s[q + 4];
+    q += 5;
+    if (count_digits(s, q, 3) != 2 || q + 2 >= s.size() || s[q + 2] != sep) return npos;
+    q += 3;
+    if (count_digits(s, q, 3) != 2) return npos;
+    q += 2;
+    if (q >= s.size() || (s[q] != ' ' && s[q] != 'T')) return npos;  // a date alone may be message text
+    ++q;
+    dated = true;
+  }
+  if (count_digits(s, q, 3) != 2 || q + 2 >= s.size() || s[q + 2] != ':') return npos;
+  q += 3;
+  if (count_digits(s, q, 3) != 2) return npos;
+  q += 2;
+  if (q + 2 < s.size() && s[q] == ':' && count_digits(s, q + 1, 3) == 2) {
+    q += 3;
+  } else if (!dated) {
+    return npos;  // "12:30" alone is too common inside messages
+  }
+  if (q < s.size() && (s[q] == '.' || s[q] == ',')) {
+    const std::size_t d = count_digits(s, q + 1, 12);
+    if (d > 0) q += 1 + d;
+  }
+  if (q < s.size() && s[q] == 'Z') {
+    ++q;
+  } else if (q < s.size() && (s[q] == '+' || s[q] == '-') && count_digits(s, q + 1, 3) == 2) {
+    std::size_t z = q + 3;
+    if (z < s.size() && s[z] == ':') ++z;
+    q = count_digits(s, z, 3) == 2 ? z + 2 : q + 3;
+  } else if (starts_with(s.substr(q), " UTC")) {
+    q += 4;
+  }
+  if (q < s.size() && is_ident(s[q])) return npos;
+  if (dated_out != nullptr) *dated_out = dated;
+  return q;
+}
+
+// Level words. Bare ones must be upper case so "Error: ..." (Rust) and
+// ordinary message words stay; inside brackets "[error]" any case is a level.
+std::size_t match_level(sv s, std::size_t p, bool any_case) {
+  static constexpr sv kLevels[] = {"CRITICAL", "DEBUG", "ERR",  "ERROR", "FATAL",
+                                   "INFO",     "NOTICE", "TRACE", "WARN",  "WARNING"};
+  std::size_t q = p;
+  while (q < s.size() && is_alpha(s[q]) && q - p < 9) ++q;
+  if (q == p || (q < s.size() && (is_ident(s[q]) || s[q] == '-'))) return npos;
+  const sv word = s.substr(p, q - p);
+  bool found = false;
+  for (sv level : kLevels) found = found || (any_case ? iequals(word, level) : word == level);
+  if (!found) return npos;
+  if (q == s.size() || is_blank(s[q]) || s[q] == '|') return q;
+  if (!any_case && s[q] == ':') return q;
+  return npos;
+}
+
+// A time with no date starts a log line only when it looks like one: with
+// fractional seconds, or a level or separator after it. "12:30:00 is not a
+// valid time" stays a message.
+bool time_alone_is_prefix(sv s, std::size_t p, std::size_t end) {
+  if (sv(s.substr(p, end - p)).find_first_of(".,") != npos) return true;
+  std::size_t r = end;
+  while (r < s.size() && is_blank(s[r])) ++r;
+  return r < s.size() && (contains("|-[]", s[r]) || match_level(s, r, false) != npos);
+}
+
+// "file.cc:12", "ProcessGroupNCCL.cpp:1250": a source location without blanks.
+std::size_t match_location(sv s, std::size_t p) {
+  std::size_t q = p;
+  while (q < s.size() && q - p < 256 && (is_ident(s[q]) || contains("./<>+-", s[q]))) ++q;
+  if (q == p || q >= s.size() || s[q] != ':') return npos;
+  const std::size_t d = count_digits(s, q + 1, 10);
+  return d == 0 ? npos : q + 1 + d;
+}
+
+// glog / c10 logging header without its closing bracket:
+// "E1130 10:01:42.123456  1234 file.cc:12" (thread id optional, 8-digit dates too).
+std::size_t match_glog(sv s, std::size_t p) {
+  if (p >= s.size() || !contains("IWEF", s[p])) return npos;
+  const std::size_t d = count_digits(s, p + 1, 9);
+  if (d != 4 && d != 8) return npos;
+  std::size_t q = p + 1 + d;
+  if (q >= s.size() || s[q] != ' ') return npos;
+  q = match_timestamp(s, q + 1);
+  if (q == npos || q >= s.size() || !is_blank(s[q])) return npos;
+  while (q < s.size() && is_blank(s[q])) ++q;
+  const std::size_t tid = count_digits(s, q, 12);
+  if (tid > 0 && q + tid < s.size() && is_blank(s[q + tid])) {
+    q += tid;
+    while (q < s.size() && is_blank(s[q])) ++q;
+  }
+  return match_location(s, q);
+}
+
+// What may stand inside "[...]" at a line start and be a log record header.
+bool bracket_is_record(sv c) {
+  const std::size_t t = match_timestamp(c, 0);
+  if (t != npos) {
+    const sv rest = ltrim(c.substr(t));
+    return rest.empty() || match_level(rest, 0, true) != npos;  // env_logger: [ts LEVEL target]
+  }
+  if (match_level(c, 0, true) != npos) return true;  // [error], [INFO|modeling_utils.py:123]
+  if (match_glog(c, 0) == c.size()) return true;      // [W1130 10:01:42.386 ProcessGroupNCCL.cpp:1250]
+  // c10 warnings: "[W reducer.cpp:1389]"
+  return c.size() > 2 && contains("IWEF", c[0]) && c[1] == ' ' && match_location(c, 2) == c.size();
+}
+
+// "[rank0]", "[worker 2]", "[gpu-1]", "[local_rank=3]"; never "[Errno 2]",
+// which starts OSError messages.
+bool bracket_is_worker(sv c) {
+  std::size_t q = 0;
+  while (q < c.size() && (is_alpha(c[q]) || c[q] == '_')) ++q;
+  if (q == 0 || q > 24 || iequals(c.substr(0, q), "errno")) return false;
+  if (q < c.size() && contains(" -=:", c[q])) ++q;
+  const std::size_t d = count_digits(c, q, 7);
+  return d > 0 && q + d == c.size();
+}
+
+// record: part of a log record header (timestamp, logger); level: a level
+// word, padded to a column; tag: the process or container a line came from.
+enum class Token { none, record, level, tag };
+
+struct Match {
+  std::size_t end = npos;
+  Token kind = Token::none;
+};
+
+Match match_bracket(sv s, std::size_t p) {
+  const std::size_t limit = std::min(s.size(), p + kMaxTagBytes);
+  std::size_t q = p + 1;
+  while (q < limit && s[q] != ']' && s[q] != '[') ++q;
+  if (q >= limit || s[q] != ']') return {};
+  const sv content = s.substr(p + 1, q - p - 1);
+  if (bracket_is_record(content)) return {q + 1, Token::record};
+  if (bracket_is_worker(content)) return {q + 1, Token::tag};
+  return {};
+}
+
+// Ray: "(RayWorker pid=123)", "(pid=4242, ip=10.0.0.2)".
+std::size_t match_ray(sv s, std::size_t p) {
+  const std::size_t limit = std::min(s.size(), p + kMaxTagBytes);
+  std::size_t q = p + 1;
+  while (q < limit && s[q] != ')' && s[q] != '(') ++q;
+  if (q >= limit || s[q] != ')') return npos;
+  const sv content = s.substr(p + 1, q - p - 1);
+  const std::size_t pid = content.find("pid=");
+  return (pid != npos && count_digits(content, pid + 4, 1) == 1) ? q + 1 : npos;
+}
+
+// docker compose: "worker-3  | ". The name needs a digit, '-' or '_' so that
+// an ordinary "word | word" message line is left alone.
+std::size_t match_compose(sv s, std::size_t p) {
+  if (!is_alpha(s[p])) return npos;
+  std::size_t q = p;
+  bool marked = false;
+  while (q < s.size() && q - p < 64 && (is_ident(s[q]) || s[q] == '-' || s[q] == '.')) {
+    marked = marked || is_digit(s[q]) || s[q] == '-' || s[q] == '_';
+    ++q;
+  }
+  if (!marked || q >= s.size() || !is_blank(s[q])) return npos;
+  std::size_t r = q;
+  while (r < s.size() && is_blank(s[r])) ++r;
+  return (r < s.size() && s[r] == '|' && (r + 1 == s.size() || is_blank(s[r + 1]))) ? q : npos;
+}
+
+// Python logging "ERROR:root:" / "ERROR:transformers.generation:": the logger
+// name glued to the level. Returns the bytes to add after the level.
+std::size_t python_logger_suffix(sv s, std::size_t level_end) {
+  std::size_t q = level_end;
+  if (q + 1 >= s.size() || s[q] != ':' || is_blank(s[q + 1])) return 0;
+  ++q;
+  const std::size_t start = q;
+  while (q < s.size() && q - start < 128 && (is_ident(s[q]) || contains(".-<>", s[q]))) ++q;
+  return (q > start && q < s.size() && s[q] == ':') ? q + 1 - level_end : 0;
+}
+
+// Python "%(asctime)s - %(name)s - %(levelname)s - ..." and loguru
+// "module:function:42 - ": a logger name or location followed by " - " or " | ".
+// Taken only after a timestamp, so "model.generate - failed" in a message stays.
+std::size_t match_logger(sv s, std::size_t p) {
+  std::size_t q = p;
+  bool qualified = false;
+  while (q < s.size() && q - p < 128 && (is_ident(s[q]) || contains(".:<>/-", s[q]))) {
+    qualified = qualified || s[q] == '.' || s[q] == ':';
+    ++q;
+  }
+  const sv name = s.substr(p, q - p);
+  if (name.empty() || !(qualified || name == "root" || name == "__main__")) return npos;
+  std::size_t r = q;
+  while (r < s.size() && is_blank(s[r])) ++r;
+  if (r == q || r >= s.size() || (s[r] != '-' && s[r] != '|')) return npos;
+  return (r + 1 == s.size() || is_blank(s[r + 1])) ? q : npos;
+}
+
+// Rust tracing target after the level: "candle_examples::mistral:". Needs "::"
+// so one ordinary word followed by a colon is never taken.
+std::size_t match_tracing_target(sv s, std::size_t p) {
+  std::size_t q = p;
+  bool path = false;
+  while (true) {
+    const std::size_t start = q;
+    while (q < s.size() && (is_lower(s[q]) || is_digit(s[q]) || s[q] == '_')) ++q;
+    if (q == start || is_digit(s[start])) return npos;
+    if (q + 1 < s.size() && s[q] == ':' && s[q + 1] == ':') {
+      q += 2;
+      path = true;
+      continue;
+    }
+    break;
+  }
+  return (path && q < s.size() && s[q] == ':' && (q + 1 == s.size() || is_blank(s[q + 1]))) ? q : npos;
+}
+
+// After a prefix token: its separator (" - ", " | ", ":") and one blank. Only
+// one, because a tagged traceback line keeps its own indentation after the
+// tag ("[rank0]:   File ...") and frames are told apart by it.
+std::size_t skip_separator(sv s, std::size_t end) {
+  std::size_t r = end;
+  while (r < s.size() && is_blank(s[r])) ++r;
+  const bool sep = r < s.size() && (s[r] == '|' || s[r] == ':' ||
+                                    (s[r] == '-' && (r + 1 == s.size() || is_blank(s[r + 1]))));
+  if (!sep) return (end < s.size() && is_blank(s[end])) ? end + 1 : end;
+  ++r;
+  return (r < s.size() && is_blank(s[r])) ? r + 1 : r;
+}
+
+struct Prefix {
+  std::size_t length = 0;
+  std::uint64_t signature = 0;  // the prefix with digits and blanks removed, hashed
+};
+
+// Removes log-line prefixes, repeatedly, from the line start. The signature
+// lets a parser tell its own block's lines (same prefix shape, e.g. every line
+// "[rank0]:") from interleaved log records (a timestamp appears).
+Prefix strip_prefix(sv s) {
+  std::size_t pos = 0;
+  bool any = false;
+  bool saw_timestamp = false;
+  Token last = Token::none;
+  for (std::size_t k = 0; k < kMaxPrefixTokens; ++k) {
+    std::size_t q = pos;
+    if (any)
+      while (q < s.size() && is_blank(s[q])) ++q;
+    if (q >= s.size()) break;
+    Match m;
+    if (s[q] == '[') m = match_bracket(s, q);
+    if (m.end == npos && s[q] == '(') m = {match_ray(s, q), Token::tag};
+    if (m.end == npos) {
+      bool dated = false;
+      const std::size_t e = match_timestamp(s, q, &dated);
+      if (e != npos && (dated || time_alone_is_prefix(s, q, e))) {
+        m = {e, Token::record};
+        saw_timestamp = true;
+      }
+    }
+    if (m.end == npos) {
+      const std::size_t g = match_glog(s, q);
+      if (g != npos && g < s.size() && s[g] == ']') m = {g + 1, Token::record};
+    }
+    if (m.end == npos) {
+      const std::size_t e = match_level(s, q, false);
+      if (e != npos) m = {e + python_logger_suffix(s, e), Token::level};
+    }
+    if (m.end == npos && last == Token::record) m = {match_tracing_target(s, q), Token::record};
+    if (m.end == npos && last == Token::record && saw_timestamp) m = {match_logger(s, q), Token::record};
+    if (m.end == npos) m = {match_compose(s, q), Token::tag};
+    if (m.end == npos) break;
+    pos = skip_separator(s, m.end);
+    if (m.kind == Token::level)  // "%(levelname)-8s" pads; the message never starts indented
+      while (pos < s.size() && is_blank(s[pos])) ++pos;
+    any = true;
+    last = m.kind == Token::level ? Token::record : m.kind;
+  }
+  Prefix out;
+  out.length = pos;
+  if (pos > 0) {
+    std::uint64_t h = 1469598103934665603ull;  // FNV-1a
+    for (std::size_t i = 0; i < pos; ++i) {
+      if (is_digit(s[i]) || is_blank(s[i])) continue;
+      h = (h ^ static_cast<unsigned char>(s[i])) * 1099511628211ull;
+    }
+    out.signature = h | 1u;  // never 0, which means "no prefix"
+  }
+  return out;
+}
+
+// ------------------------------------------------------------- line predicates
+
+constexpr sv kTracebackHeader = "Traceback (most recent call last):";
+constexpr sv kDirectCause = "The above exception was the direct cause of the following exception:";
+constexpr sv kDuringHandling = "During handling of the above exception, another exception occurred:";
+constexpr sv kC10Raised = "Exception raised from ";
+constexpr sv kTerminate = "terminate called after throwing an instance of '";
+constexpr sv kUnwrapErr = "called `Result::unwrap()` on an `Err` value: ";
+
+bool is_traceback_header(sv t) { return ltrim(t) == kTracebackHeader; }
+bool is_chain_marker(sv t) {
+  const sv x = ltrim(t);
+  return x == kDirectCause || x == kDuringHandling;
+}
+bool is_py_frame(sv t) { return indented(t) && starts_with(ltrim(t), "File \""); }
+bool is_rust_error(sv t) { return t == "Error:" || starts_with(t, "Error: "); }
+bool is_caused_by(sv t) { return t == "Caused by:"; }
+bool is_rust_backtrace_header(sv t) {
+  return t == "Stack backtrace:" || t == "stack backtrace:" || t == "Backtrace:";
+}
+// Lines Rust tooling prints after an error that are never part of it.
+bool is_rust_note(sv t) {
+  return starts_with(t, "note: ") || starts_with(t, "Backtrace omitted") ||
+         starts_with(t, "Run with RUST_BACKTRACE") || starts_with(t, "Run with COLORBT_SHOW_HIDDEN");
+}
+bool is_c10_raised(sv t) { return starts_with(t, kC10Raised); }
+bool is_c10_frame(sv t) {
+  return (starts_with(t, "frame #") && count_digits(t, 7, 1) == 1) || t == "<omitting python frames>";
+}
+
+// "N: " with N digits: a numbered anyhow cause, or a Rust backtrace frame.
+bool is_numbered(sv t) {
+  const std::size_t d = count_digits(t, 0, 6);
+  return d > 0 && d < t.size() && t[d] == ':' && (d + 1 == t.size() || t[d + 1] == ' ');
+}
+// Column of the colon of an indented numbered line, npos otherwise.
+std::size_t numbered_colon(sv t) {
+  const std::size_t lead = leading_blanks(t);
+  return is_numbered(t.substr(lead)) ? lead + count_digits(t, lead, 6) : npos;
+}
+// A Rust backtrace line: "   3: candle_core::tensor::Tensor::matmul" or "at src/x.rs:1:2".
+bool is_rust_frame(sv t) {
+  const sv x = ltrim(t);
+  return is_numbered(x) || starts_with(x, "at ");
+}
+
+// The part after " panicked at " of "thread 'main' panicked at ..." (newer
+// Rust prints "thread 'main' (1234) panicked at").
+std::optional<sv> panic_rest(sv t) {
+  constexpr sv kPanicked = " panicked at ";
+  if (!starts_with(t, "thread '")) return std::nullopt;
+  const std::size_t k = t.find(kPanicked, 8);
+  if (k == npos || k == 8) return std::nullopt;
+  const char before = t[k - 1];
+  if (before != '\'' && before != ')') return std::nullopt;
+  return t.substr(k + kPanicked.size());
+}
+
+bool is_terminate(sv t) {
+  return starts_with(t, kTerminate) ||
+         (starts_with(t, "libc++abi") && t.find(" uncaught exception of type ") != npos);
+}
+
+// Lines that open a wrapper of their own, so they end any message before them.
+bool starts_structure(sv t) {
+  return is_traceback_header(t) || is_chain_marker(t) || is_rust_error(t) || is_c10_raised(t) ||
+         is_terminate(t) || panic_rest(t).has_value();
+}
+
+// "path:12:5" closing an old-style panic line after "', ".
+std::size_t old_panic_end(sv line) {
+  const std::size_t k = line.rfind("', ");
+  if (k == npos) return npos;
+  const sv loc = line.substr(k + 3);
+  const std::size_t c2 = loc.rfind(':');
+  if (c2 == npos || c2 == 0 || count_digits(loc, c2 + 1, 10) != loc.size() - c2 - 1 || c2 + 1 == loc.size())
+    return npos;
+  const std::size_t c1 = loc.rfind(':', c2 - 1);
+  if (c1 == npos || c1 == 0 || count_digits(loc, c1 + 1, 10) != c2 - c1 - 1 || c1 + 1 == c2) return npos;
+  return k;
+}
+
+// --------------------------------------------------------------- Python classes
+
+struct ExceptionLine {
+  sv cls;
+  sv message;
+};
+
+// "ValueError: msg", "torch.OutOfMemoryError: msg", "KeyboardInterrupt",
+// "ray.exceptions.RayTaskError(ValueError): msg". `strict` is for a line with
+// no traceback above it: then the class must read like an exception class.
+std::optional<ExceptionLine> parse_exception_line(sv t, bool strict) {
+  if (t.empty() || !(is_alpha(t[0]) || t[0] == '_')) return std::nullopt;
+  std::size_t q = 0;
+  int parens = 0;
+  while (q < t.size() && q < kMaxClassBytes) {
+    const char c = t[q];
+    if (is_ident(c) || c == '.' || c == '<' || c == '>') {
+      ++q;
+    } else if (c == '(') {
+      ++parens;
+      ++q;
+    } else if (c == ')' && parens > 0) {
+      --parens;
+      ++q;
+    } else {
+      break;
+    }
+  }
+  if (parens != 0) return std::nullopt;
+  const sv cls = t.substr(0, q);
+  if (cls.back() == '.' || cls.find("..") != npos) return std::nullopt;
+  ExceptionLine out{cls, {}};
+  if (q < t.size()) {
+    if (t[q] != ':' || (q + 1 < t.size() && t[q + 1] != ' ')) return std::nullopt;
+    out.message = t.substr(std::min(q + 2, t.size()));
+  } else if (strict) {
+    return std::nullopt;  // one bare word is no evidence of an exception
+  }
+  if (strict) {
+    sv base = cls.substr(0, cls.find('('));
+    const std::size_t dot = base.rfind('.');
+    if (dot != npos) base = base.substr(dot + 1);
+    if (base.empty() || !is_upper(base[0]) || base == "Error") return std::nullopt;  // "Error:" is Rust
+    if (!ends_with(base, "Error") && !ends_with(base, "Exception")) return std::nullopt;
+  }
+  return out;
+}
+
+// ------------------------------------------------------------ Rust Debug values
+
+// Index after the string literal opening at p (an unterminated one runs to the end).
+std::size_t skip_string(sv s, std::size_t p) {
+  for (++p; p < s.size(); ++p) {
+    if (s[p] == '\\') ++p;
+    else if (s[p] == '"') return p + 1;
+  }
+  return s.size();
+}
+
+// Skips one Debug value from p: stops at a ',' or an unmatched closer at depth 0.
+std::size_t skip_debug_value(sv s, std::size_t p) {
+  std::size_t depth = 0;
+  while (p < s.size()) {
+    const char c = s[p];
+    if (c == '"') {
+      p = skip_string(s, p);
+      continue;
+    }
+    if (c == '\'' && p + 2 < s.size() && s[p + 2] == '\'') {  // a char: ')' or '"'
+      p += 3;
+      continue;
+    }
+    if (c == '(' || c == '[' || c == '{') {
+      ++depth;
+    } else if (c == ')' || c == ']' || c == '}') {
+      if (depth == 0) return p;
+      --depth;
+    } else if (c == ',' && depth == 0) {
+      return p;
+    }
+    ++p;
+  }
+  return p;
+}
+
+void append_utf8(std::string& out, std::uint32_t cp) {
+  if (cp < 0x80) {
+    out += static_cast<char>(cp);
+  } else if (cp < 0x800) {
+    out += static_cast<char>(0xC0 | (cp >> 6));
+    out += static_cast<char>(0x80 | (cp & 0x3F));
+  } else if (cp < 0x10000) {
+    out += static_cast<char>(0xE0 | (cp >> 12));
+    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+    out += static_cast<char>(0x80 | (cp & 0x3F));
+  } else {
+    out += static_cast<char>(0xF0 | (cp >> 18));
+    out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
+    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+    out += static_cast<char>(0x80 | (cp & 0x3F));
+  }
+}
+
+// The body of a Rust string literal as Debug prints it, unescaped. Escapes it
+// cannot decode ("\0", a bad "\u{...}") are kept as written.
+std::string unescape_rust(sv s) {
+  std::string out;
+  out.reserve(s.size());
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    if (s[i] != '\\' || i + 1 >= s.size()) {
+      out += s[i];
+      continue;
+    }
+    const char e = s[++i];
+    switch (e) {
+      case 'n': out += '\n'; break;
+      case 't': out += '\t'; break;
+      case 'r': out += '\r'; break;
+      case '\\': out += '\\'; break;
+      case '"': out += '"'; break;
+      case '\'': out += '\''; break;
+      case 'u': {
+        // "u{10ffff}" is at most 9 bytes: look no further, so the scan stays linear.
+        const std::size_t close = s.substr(0, std::min(s.size(), i + 9)).find('}', i);
+        std::uint32_t cp = 0;
+        bool ok = i + 1 < s.size() && s[i + 1] == '{' && close != npos && close > i + 2 && close - i - 2 <= 6;
+        for (std::size_t k = i + 2; ok && k < close; ++k) {
+          const char h = to_lower(s[k]);
+          const int v = is_digit(h) ? h - '0' : (h >= 'a' && h <= 'f') ? h - 'a' + 10 : -1;
+          ok = v >= 0;
+          cp = cp * 16 + static_cast<std::uint32_t>(ok ? v : 0);
+        }
+        ok = ok && cp <= 0x10FFFF && (cp < 0xD800 || cp > 0xDFFF);
+        if (ok) {
+          append_utf8(out, cp);
+          i = close;
+        } else {
+          out += "\\u";
+        }
+        break;
+      }
+      default:
+        out += '\\';
+        out += e;
+    }
+  }
+  return out;
+}
+
+struct DebugMessage {
+  std::string text;
+  std::string variant;
+};
+
+// candle's Debug form, printed when main returns candle::Result:
+// Msg("...") -> the string; WithBacktrace { inner: X, .. } and other
+// wrappers with an `inner` field -> X; any other variant -> its Debug text
+// (its Display form cannot be rebuilt). nullopt when `v` is not one Debug value.
+std::optional<DebugMessage> debug_message(sv v, int depth) {
+  v = trim(v);
+  if (depth > kMaxDebugDepth || v.empty() || !is_upper(v[0])) return std::nullopt;
+  if (skip_debug_value(v, 0) != v.size()) return std::nullopt;
+  std::size_t q = 0;
+  while (q < v.size() && is_ident(v[q])) ++q;
+  const std::string name(v.substr(0, q));
+  if (q < v.size() && v[q] == '(' && v.back() == ')') {
+    if (skip_debug_value(v, q + 1) == v.size() - 1) {  // exactly one field
+      const sv inner = trim(v.substr(q + 1, v.size() - q - 2));
+      if (!inner.empty() && inner[0] == '"' && skip_string(inner, 0) == inner.size() && inner.size() >= 2)
+        return DebugMessage{unescape_rust(inner.substr(1, inner.size() - 2)), name};
+      if (auto nested = debug_message(inner, depth + 1)) return nested;
+    }
+    return DebugMessage{std::string(v), name};
+  }
+  if (starts_with(v.substr(q), " {") && v.back() == '}') {
+    std::size_t p = q + 2;
+    while (p + 1 < v.size()) {
+      while (p < v.size() && is_blank(v[p])) ++p;
+      const std::size_t f = p;
+      while (p < v.size() && is_ident(v[p])) ++p;
+      const sv field = v.substr(f, p - f);
+      if (field.empty() || !starts_with(v.substr(p), ": ")) break;
+      p += 2;
+      const std::size_t e = skip_debug_value(v, p);
+      if (field == "inner") {
+        if (auto nested = debug_message(v.substr(p, e - p), depth + 1)) return nested;
+        break;
+      }
+      if (e >= v.size() || v[e] != ',') break;
+      p = e + 1;
+    }
+    return DebugMessage{std::string(v), name};
+  }
+  return std::nullopt;  // a unit variant or plain text: the Display path keeps it as is
+}
+
+// ------------------------------------------------------------------- libtorch
+
+// Old c10 (PyTorch <= 1.4) put the throw site after the message:
+// "msg (infer_size at /pytorch/aten/src/ATen/InferSize.h:20)". Drops it.
+void strip_old_c10_context(std::string& text) {
+  const std::size_t nl = text.rfind('\n');
+  const std::size_t start = nl == npos ? 0 : nl + 1;
+  const sv last = sv(text).substr(start);
+  if (last.empty() || last.back() != ')') return;
+  const std::size_t open = last.rfind(" (");
+  if (open == npos) return;
+  const sv inner = last.substr(open + 2, last.size() - open - 3);
+  const std::size_t at = inner.rfind(" at ");
+  if (at == npos || at == 0) return;
+  const sv loc = inner.substr(at + 4);
+  const std::size_t colon = loc.rfind(':');
+  if (colon == npos || colon == 0 || colon + 1 == loc.size() ||
+      count_digits(loc, colon + 1, 10) != loc.size() - colon - 1)
+    return;
+  text.erase(start + open);
+  trim_in_place(text);
+}
+
+// ---------------------------------------------------------------------- parser
+
+struct Line {
+  sv text;                  // prefix removed, trailing blanks removed
+  std::uint64_t signature;  // of the removed prefix, 0 when none
+};
+
+class Parser {
+ public:
+  explicit Parser(std::vector<Line> lines)
+      : lines_(std::move(lines)), n_(lines_.size()), plain_(lines_.size(), false) {}
+
+  std::vector<Segment> run() {
+    std::size_t i = 0;
+    while (i < n_) i = step(i);
+    if (out_.empty()) {  // no wrapper message: what is left is the message
+      TextBuilder text;
+      for (std::size_t k = 0; k < n_; ++k)
+        if (plain_[k]) text.add_line(lines_[k].text);
+      emit(text.take(), {});
+    }
+    return std::move(out_);
+  }
+
+ private:
+  sv text(std::size_t i) const { return lines_[i].text; }
+  std::uint64_t sig(std::size_t i) const { return lines_[i].signature; }
+
+  // Handles the block starting at line i; returns where the next one starts.
+  std::size_t step(std::size_t i) {
+    const sv t = text(i);
+    if (t.empty()) {
+      plain_[i] = true;
+      return i + 1;
+    }
+    if (is_traceback_header(t)) return parse_traceback(i + 1, sig(i));
+    if (is_py_frame(t)) return parse_traceback(i, sig(i));  // header lost, e.g. in the cut middle
+    if (is_chain_marker(t)) return i + 1;
+    if (is_rust_error(t)) return parse_rust_error(i);
+    if (is_caused_by(t)) return parse_orphan_causes(i);
+    if (auto rest = panic_rest(t)) return parse_panic(i, *rest);
+    if (is_terminate(t)) return parse_terminate(i);
+    if (is_c10_raised(t) || is_c10_frame(t)) return parse_c10_backtrace(i);
+    if (auto exc = parse_exception_line(t, true)) return parse_python_exception(i, *exc);
+    plain_[i] = true;
+    return i + 1;
+  }
+
+  void emit(std::string text, std::string cls) {
+    if (text.size() > kMaxSegmentBytes) text.erase(utf8_floor(text, kMaxSegmentBytes));
+    trim_in_place(text);
+    if (text.empty() || out_.size() >= kMaxSegments) return;
+    for (const Segment& s : out_)
+      if (s.text == text && s.exception_class == cls) return;  // the same error printed twice
+    out_.push_back(Segment{std::move(text), std::move(cls)});
+  }
+
+  // ---- Python
+
+  // Frames, code lines and "~~~^^^" markers are all indented; the first line
+  // of the block's own prefix that is not, is the exception line.
+  std::size_t parse_traceback(std::size_t i, std::uint64_t signature) {
+    for (; i < n_; ++i) {
+      const sv t = text(i);
+      if (t.empty()) continue;
+      if (sig(i) != signature) {
+        if (!indented(t) && starts_structure(t)) return i;
+        continue;  // a log record from elsewhere, interleaved
+      }
+      if (indented(t)) continue;
+      if (is_traceback_header(t) || is_chain_marker(t)) return i;
+      if (auto exc = parse_exception_line(t, false)) return parse_python_exception(i, *exc);
+      return i;
+    }
+    return i;
+  }
+
+  std::size_t parse_python_exception(std::size_t i, ExceptionLine exc) {
+    TextBuilder message;
+    message.add_line(exc.message);
+    bool c10 = false;
+    const std::size_t next = collect_message(i + 1, sig(i), message, c10);
+    std::string text = message.take();
+    if (c10) strip_old_c10_context(text);
+    emit(std::move(text), std::string(exc.cls));
+    return next;
+  }
+
+  // The rest of a multi-line message: up to a blank line, a line of another
+  // prefix shape, a chain marker or other wrapper, or a c10 backtrace (skipped).
+  std::size_t collect_message(std::size_t j, std::uint64_t signature, TextBuilder& message, bool& c10) {
+    for (; j < n_; ++j) {
+      const sv t = text(j);
+      if (t.empty()) {
+        // CUDA errors end their message with a newline before the backtrace.
+        if (j + 1 < n_ && is_c10_raised(text(j + 1))) {
+          c10 = true;
+          return skip_c10_frames(j + 1);
+        }
+        return j;
+      }
+      if (sig(j) != signature) return j;
+      if (is_c10_raised(t) || is_c10_frame(t)) {
+        c10 = true;
+        return skip_c10_frames(j);
+      }
+      if (is_py_frame(t) || starts_structure(t)) return j;
+      message.add_line(t);
+    }
+    return j;
+  }
+
+  // ---- libtorch
+
+  std::size_t skip_c10_frames(std::size_t j) const {
+    if (j < n_ && is_c10_raised(text(j))) ++j;
+    while (j < n_ && is_c10_frame(text(j))) ++j;
+    return j;
+  }
+
+  // Claims the paragraph of plain lines just above line i (one blank line
+  // allowed in between) and returns it as one text.
+  std::string take_paragraph_above(std::size_t i) {
+    std::size_t end = i;
+    if (end > 0 && plain_[end - 1] && text(end - 1).empty()) --end;
+    std::size_t begin = end;
+    while (begin > 0 && end - begin < kMaxLookBack && plain_[begin - 1] && !text(begin - 1).empty() &&
+           sig(begin - 1) == sig(end - 1))
+      --begin;
+    TextBuilder paragraph;
+    for (std::size_t k = begin; k < end; ++k) {
+      paragraph.add_line(text(k));
+      plain_[k] = false;
+    }
+    if (end < i) plain_[end] = false;
+    return paragraph.take();
+  }
+
+  // A c10::Error what() printed by C++ code: message lines, then
+  // "Exception raised from ..." and "frame #N:" lines.
+  std::size_t parse_c10_backtrace(std::size_t i) {
+    std::string message = take_paragraph_above(i);
+    strip_old_c10_context(message);
+    emit(std::move(message), "c10::Error");
+    return skip_c10_frames(i);
+  }
+
+  // "terminate called after throwing an instance of 'c10::Error'" then
+  // "  what():  msg", or libc++'s one-line "... uncaught exception of type T: msg".
+  std::size_t parse_terminate(std::size_t i) {
+    const sv t = text(i);
+    std::string cls;
+    TextBuilder message;
+    std::size_t j = i + 1;
+    if (starts_with(t, kTerminate)) {
+      const sv rest = t.substr(kTerminate.size());
+      cls = std::string(rest.substr(0, rest.find('\'')));
+      if (j >= n_ || !starts_with(ltrim(text(j)), "what():")) return j;
+      message.add_line(ltrim(ltrim(text(j)).substr(7)));
+      ++j;
+    } else {
+      constexpr sv kOfType = " uncaught exception of type ";
+      const sv rest = t.substr(t.find(kOfType) + kOfType.size());
+      const std::size_t colon = rest.find(": ");
+      cls = std::string(rest.substr(0, colon));
+      if (colon != npos) message.add_line(rest.substr(colon + 2));
+    }
+    bool c10 = false;
+    j = collect_message(j, sig(i), message, c10);
+    std::string out = message.take();
+    if (c10) strip_old_c10_context(out);
+    emit(std::move(out), std::move(cls));
+    return j;
+  }
+
+  // ---- Rust
+
+  // anyhow "Caused by:" entries: "    0: msg" numbered when there are several,
+  // one indented message otherwise; deeper-indented lines continue an entry,
+  // except backtrace frames (a candle WithBacktrace cause prints its frames).
+  std::size_t parse_causes(std::size_t k, std::uint64_t signature, std::vector<std::string>& causes) {
+    if (k >= n_ || !indented(text(k))) return k;
+    const std::size_t colon = numbered_colon(text(k));
+    const bool numbered = colon != npos;
+    const std::size_t column = numbered ? colon + 2 : leading_blanks(text(k));
+    TextBuilder cause;
+    bool open = false;
+    bool in_frames = false;
+    for (; k < n_; ++k) {
+      const sv t = text(k);
+      if (t.empty() || !indented(t) || sig(k) != signature) break;
+      if (numbered ? numbered_colon(t) == colon : !open) {
+        if (open) causes.push_back(cause.take());
+        open = true;
+        in_frames = false;
+        cause.add_line(t.substr(std::min(column, t.size())));
+        continue;
+      }
+      const sv body = t.substr(std::min(column, leading_blanks(t)));
+      in_frames = in_frames || is_numbered(ltrim(body));
+      if (!in_frames) cause.add_line(body);
+    }
+    if (open) causes.push_back(cause.take());
+    return k;
+  }
+
+  // Sections after an error: "Caused by:", backtraces, eyre's "Location:",
+  // notes. Blank lines between them belong to the error.
+  std::size_t parse_rust_sections(std::size_t j, std::uint64_t signature, std::vector<std::string>& causes) {
+    while (true) {
+      std::size_t k = j;
+      while (k < n_ && text(k).empty()) ++k;
+      if (k >= n_) return j;
+      const sv t = text(k);
+      if (is_caused_by(t)) {
+        j = parse_causes(k + 1, signature, causes);
+      } else if (is_rust_backtrace_header(t) || t == "Location:") {
+        j = k + 1;
+        while (j < n_ && indented(text(j))) ++j;
+      } else if (is_rust_note(t)) {
+        j = k + 1;
+      } else {
+        return j;
+      }
+    }
+  }
+
+  void emit_rust_chain(std::vector<std::string>& causes, std::string top) {
+    for (auto it = causes.rbegin(); it != causes.rend(); ++it) emit(std::move(*it), {});  // root first
+    emit(std::move(top), {});
+  }
+
+  // "Error: top" [multi-line], then the sections. Also candle's Debug form
+  // "Error: Msg(\"...\")" and color-eyre's "Error:\n   0: top\n   1: cause".
+  std::size_t parse_rust_error(std::size_t i) {
+    const std::uint64_t signature = sig(i);
+    const sv rest = trim(text(i).substr(6));
+    if (auto debug = debug_message(rest, 0)) {
+      emit(std::move(debug->text), std::move(debug->variant));
+      std::vector<std::string> none;  // a Debug value is one line with no chain after it
+      return parse_rust_sections(i + 1, signature, none);
+    }
+    std::vector<std::string> causes;
+    TextBuilder top;
+    top.add_line(rest);
+    std::size_t j = i + 1;
+    if (rest.empty() && j < n_ && numbered_colon(text(j)) != npos && indented(text(j))) {
+      j = parse_causes(j, signature, causes);  // color-eyre: entry 0 is the top message
+    } else {
+      bool in_frames = false;  // candle's WithBacktrace Display appends indented frames
+      for (; j < n_; ++j) {
+        const sv t = text(j);
+        if (t.empty() || sig(j) != signature || is_caused_by(t) || is_rust_backtrace_header(t) ||
+            is_rust_note(t) || t == "Location:")
+          break;
+        if (indented(t) && (in_frames || is_rust_frame(t))) {
+          in_frames = true;
+          continue;
+        }
+        if (!indented(t) && starts_structure(t)) break;
+        top.add_line(t);
+      }
+    }
+    j = parse_rust_sections(j, signature, causes);
+    emit_rust_chain(causes, top.take());
+    return j;
+  }
+
+  // "Caused by:" with no "Error:" line, as when a log record prints an
+  // anyhow error with {:?}: the paragraph above is the top message.
+  std::size_t parse_orphan_causes(std::size_t i) {
+    std::string top = take_paragraph_above(i);
+    std::vector<std::string> causes;
+    const std::size_t j = parse_rust_sections(i, sig(i), causes);
+    emit_rust_chain(causes, std::move(top));
+    return j;
+  }
+
+  void emit_panic(std::string message) {
+    // `.unwrap()` on a candle::Result prints the error's Debug form.
+    if (starts_with(message, kUnwrapErr)) {
+      if (auto debug = debug_message(sv(message).substr(kUnwrapErr.size()), 0)) message = std::move(debug->text);
+    }
+    emit(std::move(message), "panic");
+  }
+
+  std::size_t skip_panic_tail(std::size_t j) const {
+    while (j < n_) {
+      const sv t = text(j);
+      if (is_rust_note(t)) {
+        ++j;
+      } else if (is_rust_backtrace_header(t)) {
+        ++j;
+        while (j < n_ && indented(text(j))) ++j;
+      } else {
+        break;
+      }
+    }
+    return j;
+  }
+
+  // New form: "thread 'main' panicked at src/main.rs:10:5:" then the message
+  // lines. Old form: "thread 'main' panicked at 'msg', src/main.rs:10:5",
+  // where the quoted message may span lines.
+  std::size_t parse_panic(std::size_t i, sv rest) {
+    TextBuilder message;
+    if (!rest.empty() && rest[0] == '\'') {
+      const sv body = rest.substr(1);
+      for (std::size_t j = i; j < n_ && j - i < kMaxOldPanicLines; ++j) {
+        if (j > i && starts_structure(text(j))) break;
+        const sv line = j == i ? body : text(j);
+        const std::size_t end = old_panic_end(line);
+        if (end != npos) {
+          message.add_line(line.substr(0, end));
+          emit_panic(message.take());
+          return skip_panic_tail(j + 1);
+        }
+        message.add_line(line);
+      }
+      message.take();
+      message.add_line(body);  // never closed: keep the first line only
+      emit_panic(message.take());
+      return skip_panic_tail(i + 1);
+    }
+    std::size_t j = i + 1;
+    for (; j < n_; ++j) {
+      const sv t = text(j);
+      if (t.empty() || sig(j) != sig(i) || is_rust_note(t) || is_rust_backtrace_header(t) || starts_structure(t))
+        break;
+      message.add_line(t);
+    }
+    emit_panic(message.take());
+    return skip_panic_tail(j);
+  }
+
+  std::vector<Line> lines_;
+  std::size_t n_;
+  std::vector<bool> plain_;  // lines no wrapper claimed: the fallback message
+  std::vector<Segment> out_;
+};
+
+Normalized normalize_impl(sv raw) {
+  Normalized result;
+  sv head = raw;
+  sv tail;
+  if (raw.size() > kMaxInputBytes) {
+    // Python prints the error last, Rust and libtorch first: keep both ends,
+    // cut at line boundaries so no half line is taken for a message.
+    result.truncated = true;
+    const std::size_t half = kMaxInputBytes / 2;
+    head = raw.substr(0, half);
+    const std::size_t last_nl = head.rfind('\n');
+    head = last_nl != npos ? head.substr(0, last_nl + 1) : head.substr(0, utf8_floor(raw, half));
+    tail = raw.substr(raw.size() - half);
+    const std::size_t first_nl = tail.find('\n');
+    tail = first_nl != npos ? tail.substr(first_nl + 1) : tail.substr(utf8_ceil(tail, 0));
+  }
+  std::string clean;
+  clean.reserve(head.size() + tail.size() + 2);
+  append_clean(clean, head);
+  if (result.truncated) {
+    clean += "\n\n";  // a blank line ends whatever message the head was in
+    append_clean(clean, tail);
+  }
+  const std::vector<sv> raw_lines = split_lines(clean);
+  std::vector<Line> lines;
+  lines.reserve(raw_lines.size());
+  for (sv line : raw_lines) {
+    const Prefix prefix = strip_prefix(line);
+    lines.push_back(Line{rtrim(line.substr(prefix.length)), prefix.signature});
+  }
+  result.segments = Parser(std::move(lines)).run();
+  return result;
+}
+
+}  // namespace
+
+Normalized normalize(std::string_view raw) noexcept {
+  try {
+    return normalize_impl(raw);
+  } catch (...) {
+    // Out of memory, most likely: hand back the start of the input untouched.
+    try {
+      Normalized fallback;
+      fallback.truncated = raw.size() > kMaxInputBytes;
+      Segment segment;
+      segment.text = std::string(raw.substr(0, utf8_floor(raw, kMaxSegmentBytes)));
+      fallback.segments.push_back(std::move(segment));
+      return fallback;
+    } catch (...) {
+      return Normalized{};
+    }
+  }
+}
+
+}  // namespace errshim
