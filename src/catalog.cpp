@@ -1,0 +1,213 @@
+#include "errshim/catalog.hpp"
+
+#include <algorithm>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <unordered_map>
+
+#include <fmt/format.h>
+
+#include "catalog_loader.hpp"
+#include "matcher.hpp"
+
+namespace errshim {
+
+namespace detail {
+const std::vector<std::pair<std::string_view, std::string_view>>& embedded_catalog_files();
+}
+
+struct Catalog::Impl {
+  Impl(std::vector<std::shared_ptr<const Entry>> entries, std::vector<Problem>& problems)
+      : matcher(std::move(entries), problems) {
+    for (std::size_t i = 0; i < matcher.entries().size(); ++i) by_id.emplace(matcher.entries()[i]->id, i);
+  }
+  detail::Matcher matcher;
+  std::unordered_map<std::string_view, std::size_t> by_id;  // views into the entries' ids
+};
+
+std::string_view to_string(Safety s) noexcept {
+  switch (s) {
+    case Safety::safe: return "safe";
+    case Safety::slower: return "slower";
+    case Safety::changes_output: return "changes-output";
+    case Safety::manual: return "manual";
+  }
+  return "manual";
+}
+
+std::optional<Safety> parse_safety(std::string_view s) noexcept {
+  for (Safety v : {Safety::safe, Safety::slower, Safety::changes_output, Safety::manual})
+    if (to_string(v) == s) return v;
+  return std::nullopt;
+}
+
+std::string Problem::to_string() const {
+  std::string out = where.file.empty() ? std::string("<catalog>") : where.file;
+  if (where.line > 0) out += fmt::format(":{}:{}", where.line, where.column);
+  out += ": ";
+  if (!entry_id.empty()) out += fmt::format("entry '{}': ", entry_id);
+  out += message;
+  return out;
+}
+
+namespace {
+std::string describe(const std::vector<Problem>& problems) {
+  if (problems.empty()) return "catalog error";
+  std::string s = problems.front().to_string();
+  if (problems.size() > 1) s += fmt::format(" (and {} more problem{})", problems.size() - 1, problems.size() > 2 ? "s" : "");
+  return s;
+}
+}  // namespace
+
+catalog_error::catalog_error(std::vector<Problem> problems)
+    : std::runtime_error(describe(problems)), problems_(std::move(problems)) {}
+
+const std::string* Diagnosis::capture(std::string_view name) const noexcept {
+  for (const Capture& c : captures)
+    if (c.name == name) return &c.value;
+  return nullptr;
+}
+
+const std::string& Diagnosis::id() const noexcept {
+  static const std::string none;
+  return entry ? entry->id : none;
+}
+
+Catalog::Catalog(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Catalog::~Catalog() = default;
+
+const std::vector<std::shared_ptr<const Entry>>& Catalog::entries() const noexcept { return impl_->matcher.entries(); }
+
+const Entry* Catalog::find(std::string_view id) const noexcept {
+  auto it = impl_->by_id.find(id);
+  return it == impl_->by_id.end() ? nullptr : impl_->matcher.entries()[it->second].get();
+}
+
+MatchResult Catalog::match(std::string_view message) const noexcept { return impl_->matcher.match(message); }
+
+std::optional<Diagnosis> Catalog::diagnose(std::string_view message) const noexcept {
+  return impl_->matcher.match(message).diagnosis;
+}
+
+bool Catalog::claims(std::string_view id, std::string_view message) const noexcept {
+  auto it = impl_->by_id.find(id);
+  return it != impl_->by_id.end() && impl_->matcher.claims(it->second, message);
+}
+
+CatalogPtr Catalog::embedded() {
+  // Built once; a broken embedded catalog is a build defect that the test
+  // suite's lint of patterns/ catches, so this throwing is not a run-time case.
+  static const CatalogPtr catalog = CatalogBuilder().add_embedded().build();
+  return catalog;
+}
+
+CatalogBuilder& CatalogBuilder::add_embedded() {
+  sources_.push_back({Source::Kind::embedded, {}, {}, "<embedded>"});
+  return *this;
+}
+
+CatalogBuilder& CatalogBuilder::add_path(const std::filesystem::path& path) {
+  sources_.push_back({Source::Kind::path, path, {}, path.string()});
+  return *this;
+}
+
+CatalogBuilder& CatalogBuilder::add_yaml(std::string text, std::string name) {
+  sources_.push_back({Source::Kind::text, {}, std::move(text), std::move(name)});
+  return *this;
+}
+
+namespace {
+
+struct File {
+  std::string name;
+  std::string text;
+};
+
+bool is_yaml(const std::filesystem::path& p) { return p.extension() == ".yaml" || p.extension() == ".yml"; }
+
+bool read_file(const std::filesystem::path& p, std::string& out) {
+  std::ifstream in(p, std::ios::binary);
+  if (!in) return false;
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  out = ss.str();
+  return true;
+}
+
+// The files of one layer. Problems reading them are catalog problems too.
+std::vector<File> layer_files(const std::filesystem::path& path, std::vector<Problem>& problems) {
+  namespace fs = std::filesystem;
+  std::vector<File> files;
+  std::error_code ec;
+  const std::string name = path.string();
+  if (fs::is_directory(path, ec)) {
+    std::vector<fs::path> found;
+    for (const auto& de : fs::directory_iterator(path, ec))
+      if (de.is_regular_file() && is_yaml(de.path())) found.push_back(de.path());
+    if (ec) problems.push_back({{name}, "", fmt::format("cannot list the folder: {}", ec.message())});
+    std::sort(found.begin(), found.end());
+    if (found.empty() && !ec)
+      problems.push_back({{name}, "", "the folder holds no .yaml or .yml catalog files"});
+    for (const fs::path& p : found) {
+      File f{p.string(), {}};
+      if (read_file(p, f.text))
+        files.push_back(std::move(f));
+      else
+        problems.push_back({{f.name}, "", "cannot read the file"});
+    }
+  } else if (fs::exists(path, ec)) {
+    File f{name, {}};
+    if (read_file(path, f.text))
+      files.push_back(std::move(f));
+    else
+      problems.push_back({{name}, "", "cannot read the file"});
+  } else {
+    problems.push_back({{name}, "", "no such catalog file or folder"});
+  }
+  return files;
+}
+
+}  // namespace
+
+CatalogPtr CatalogBuilder::build() const {
+  std::vector<Problem> problems;
+  std::vector<std::shared_ptr<const Entry>> entries;
+  std::unordered_map<std::string, std::size_t> index;  // id -> position in entries
+
+  for (const Source& src : sources_) {
+    std::vector<File> files;
+    switch (src.kind) {
+      case Source::Kind::embedded:
+        for (const auto& [name, text] : detail::embedded_catalog_files()) files.push_back({std::string(name), std::string(text)});
+        break;
+      case Source::Kind::path: files = layer_files(src.path, problems); break;
+      case Source::Kind::text: files.push_back({src.name, src.text}); break;
+    }
+    std::map<std::string, Location> layer_ids;
+    for (const File& f : files) {
+      for (Entry& e : detail::parse_catalog(f.text, f.name, problems)) {
+        auto [first, fresh] = layer_ids.emplace(e.id, e.where);
+        if (!fresh) {
+          problems.push_back({e.where, e.id,
+                              fmt::format("duplicate id (first defined at {}:{}:{})", first->second.file,
+                                          first->second.line, first->second.column)});
+          continue;
+        }
+        auto shared = std::make_shared<const Entry>(std::move(e));
+        // A later layer replaces an earlier entry in place, keeping the order.
+        if (auto it = index.find(shared->id); it != index.end())
+          entries[it->second] = std::move(shared);
+        else {
+          index.emplace(shared->id, entries.size());
+          entries.push_back(std::move(shared));
+        }
+      }
+    }
+  }
+  auto impl = std::make_unique<Catalog::Impl>(std::move(entries), problems);
+  if (!problems.empty()) throw catalog_error(std::move(problems));
+  return CatalogPtr(new Catalog(std::move(impl)));
+}
+
+}  // namespace errshim

@@ -1,0 +1,75 @@
+#include "errshim/guard.hpp"
+
+#include <stdexcept>
+
+namespace errshim {
+
+namespace {
+// Appends what() of `error` and of every exception nested inside it.
+void collect(std::exception_ptr error, std::string& out, int depth) {
+  if (!error || depth > 16) return;  // bound a pathological nesting chain
+  try {
+    std::rethrow_exception(error);
+  } catch (const std::exception& e) {
+    if (depth == 0)
+      out += e.what();
+    else
+      out += "\nCaused by: " + std::string(e.what());
+    if (auto* nested = dynamic_cast<const std::nested_exception*>(&e)) collect(nested->nested_ptr(), out, depth + 1);
+  } catch (...) {
+  }
+}
+}  // namespace
+
+std::string exception_text(std::exception_ptr error) {
+  std::string out;
+  try {
+    collect(error, out, 0);
+  } catch (...) {
+  }
+  return out;
+}
+
+void rethrow_translated(const Catalog& catalog) {
+  std::exception_ptr current = std::current_exception();
+  if (!current) throw std::logic_error("errshim::rethrow_translated called outside a catch block");
+  std::optional<Diagnosis> d;
+  try {
+    std::rethrow_exception(current);
+  } catch (const translated_error&) {
+    throw;  // already explained; translating twice would bury the original
+  } catch (const std::exception&) {
+    d = catalog.diagnose(exception_text(current));
+  } catch (...) {
+    // Not a std::exception: errshim cannot read it, so it passes untouched.
+  }
+  if (!d) std::rethrow_exception(current);
+  // Constructed while `current` is being handled by our caller, so
+  // std::nested_exception captures it.
+  throw translated_error(std::move(*d));
+}
+
+void rethrow_translated() {
+  CatalogPtr catalog;
+  try {
+    catalog = Catalog::embedded();
+  } catch (...) {
+    // Never replace the host's error with one of ours.
+  }
+  if (!catalog) std::rethrow_exception(std::current_exception());
+  rethrow_translated(*catalog);
+}
+
+std::optional<Diagnosis> diagnose(std::string_view message, const Catalog& catalog) noexcept {
+  return catalog.diagnose(message);
+}
+
+std::optional<Diagnosis> diagnose(std::string_view message) noexcept {
+  try {
+    return Catalog::embedded()->diagnose(message);
+  } catch (...) {
+    return std::nullopt;
+  }
+}
+
+}  // namespace errshim
