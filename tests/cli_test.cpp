@@ -1,0 +1,132 @@
+// The errshim command line, run as a user runs it: exit codes, text and JSON.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <sys/wait.h>
+
+#include "test_catalogs.hpp"
+
+namespace {
+
+struct CliRun {
+  int code;
+  std::string out;
+};
+
+enum class Stderr { discard, merge };
+
+// Runs the CLI through the shell with `input` on standard input.
+CliRun cli(const std::string& args, const std::string& input = "", Stderr err = Stderr::discard) {
+  const auto in = std::filesystem::temp_directory_path() / "errshim_cli_stdin.txt";
+  std::ofstream(in, std::ios::binary) << input;
+  const std::string cmd = std::string(ERRSHIM_CLI) + " " + args + " < " + in.string() + (err == Stderr::merge ? " 2>&1" : " 2>/dev/null");
+  CliRun r{-1, {}};
+  FILE* p = popen(cmd.c_str(), "r");
+  if (!p) return r;
+  char buf[4096];
+  std::size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
+  const int status = pclose(p);
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+std::string quote(const std::string& s) {
+  std::string q = "'";
+  for (char c : s) q += (c == '\'') ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
+
+TEST(Cli, ExplainMatchedExitsZeroWithTextForm) {
+  const CliRun r = cli("explain " + quote("kv_cache_enabled=true is not supported"));
+  EXPECT_EQ(r.code, 0);
+  EXPECT_NE(r.out.find("candle.metavoice.kv_cache_enabled"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("candle-transformers/src/models/metavoice.rs:449"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("    1. "), std::string::npos);
+  EXPECT_NE(r.out.find("    2. "), std::string::npos);
+}
+
+TEST(Cli, ExplainJsonHasTheDocumentedFields) {
+  const CliRun r = cli("explain --json " + quote("Error: Meta SDPA does not support q head dim 48: q dims [1, 32, 7, 48], "
+                                              "k dims [1, 8, 7, 48], v dims [1, 8, 7, 48]."));
+  EXPECT_EQ(r.code, 0);
+  for (const char* field : {"\"matched\": true", "\"id\": \"candle.sdpa.unsupported_head_dim\"", "\"source\": {",
+                            "\"repo\": \"huggingface/candle\"", "\"path\": \"candle-nn/src/ops.rs\"", "\"line\": 1098",
+                            "\"commit\": ", "\"cause\": ", "\"trigger\": ", "\"remediation\": [", "\"captures\": {",
+                            "\"q_head\": \"48\"", "\"k_dims\": \"[1, 8, 7, 48]\"", "\"message\": "})
+    EXPECT_NE(r.out.find(field), std::string::npos) << field << "\n" << r.out;
+}
+
+TEST(Cli, ExplainReadsAWholeTracebackFromStdin) {
+  const CliRun r = cli("explain --json -",
+                    "Traceback (most recent call last):\n"
+                    "  File \"gen.py\", line 3, in <module>\n"
+                    "    model.generate(cache_implementation=\"quantized\")\n"
+                    "ValueError: This model does not support the quantized cache. If you want your model to support "
+                    "quantized cache, please open an issue and tag @zucchini-nlp.\n");
+  EXPECT_EQ(r.code, 0);
+  EXPECT_NE(r.out.find("\"id\": \"transformers.generation.quantized_cache_unsupported\""), std::string::npos) << r.out;
+}
+
+TEST(Cli, ExplainUnknownMessageExitsOne) {
+  EXPECT_EQ(cli("explain " + quote("the weather is nice")).code, 1);
+  const CliRun r = cli("explain --json " + quote("the weather is nice"));
+  EXPECT_EQ(r.code, 1);
+  EXPECT_EQ(r.out, "{\"matched\": false}\n");
+}
+
+TEST(Cli, UsageErrorsExitTwo) {
+  EXPECT_EQ(cli("").code, 2);
+  EXPECT_EQ(cli("explain").code, 2);
+  EXPECT_EQ(cli("explain --bogus x").code, 2);
+  EXPECT_EQ(cli("frobnicate").code, 2);
+}
+
+TEST(Cli, BrokenUserCatalogExitsTwoAndNamesThePlace) {
+  const auto f = std::filesystem::temp_directory_path() / "errshim_cli_bad.yaml";
+  std::ofstream(f) << errshim::testing::file_yaml(errshim::testing::entry_yaml("user.bad", "x", "    cuase: 1\n"));
+  const CliRun r = cli("explain --catalog " + f.string() + " x", "", Stderr::merge);
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.out.find(f.string() + ":16:5: entry 'user.bad': unknown entry key 'cuase'"), std::string::npos) << r.out;
+}
+
+TEST(Cli, UserCatalogExtendsTheEmbeddedOne) {
+  const auto f = std::filesystem::temp_directory_path() / "errshim_cli_user.yaml";
+  std::ofstream(f) << errshim::testing::file_yaml(errshim::testing::entry_yaml("user.thing", "my own failure"));
+  EXPECT_EQ(cli("explain --catalog " + f.string() + " " + quote("my own failure")).code, 0);
+  EXPECT_EQ(cli("explain --catalog " + f.string() + " " + quote("only TorchAttn is supported")).code, 0);
+}
+
+TEST(Cli, LintFailsOnAnExampleThatDoesNotMatch) {
+  const auto f = std::filesystem::temp_directory_path() / "errshim_cli_lint.yaml";
+  std::string y = errshim::testing::entry_yaml("user.a", "one thing");
+  y.replace(y.find("match: ['one thing']"), 20, "match: ['other thing']");
+  std::ofstream(f) << errshim::testing::file_yaml(y);
+  const CliRun r = cli("lint " + f.string());
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.out.find(f.string() + ":15:"), std::string::npos) << r.out;
+}
+
+TEST(Cli, LintPassesOnTheShippedCatalog) {
+  const CliRun r = cli(std::string("lint ") + ERRSHIM_SOURCE_DIR + "/patterns");
+  EXPECT_EQ(r.code, 0) << r.out;
+}
+
+TEST(Cli, ListPrintsEveryEntryOnce) {
+  const CliRun r = cli("list");
+  EXPECT_EQ(r.code, 0);
+  EXPECT_NE(r.out.find("candle.metavoice.kv_cache_enabled"), std::string::npos);
+  EXPECT_NE(r.out.find("transformers.generation.quantized_cache_unsupported"), std::string::npos);
+}
+
+TEST(Cli, VersionAndHelp) {
+  EXPECT_EQ(cli("--version").out.rfind("errshim ", 0), 0u);
+  const CliRun h = cli("--help");
+  EXPECT_EQ(h.code, 0);
+  EXPECT_NE(h.out.find("exit codes:"), std::string::npos);
+}
+
+}  // namespace

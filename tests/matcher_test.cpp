@@ -1,0 +1,120 @@
+// Matching: search inside the message, the winner rule, `unless`, and bounded
+// work that reports instead of throwing.
+#include <gtest/gtest.h>
+
+#include <errshim/catalog.hpp>
+
+#include "matcher.hpp"
+#include "test_catalogs.hpp"
+
+namespace errshim {
+namespace {
+
+using testing::catalog_from;
+using testing::entry_yaml;
+using testing::file_yaml;
+
+TEST(Matcher, SearchesInsideTheMessageNotFullMatch) {
+  const auto cat = catalog_from(file_yaml(entry_yaml("lib.a", "is not supported here")));
+  const auto d = cat->diagnose("prefix: feature X is not supported here, sorry");
+  ASSERT_TRUE(d);
+  EXPECT_EQ(d->id(), "lib.a");
+  EXPECT_EQ(d->matched, "is not supported here");
+}
+
+TEST(Matcher, UnknownMessageIsNotMatched) {
+  const auto cat = catalog_from(file_yaml(entry_yaml("lib.a", "is not supported here")));
+  EXPECT_FALSE(cat->diagnose("everything is fine"));
+}
+
+TEST(Matcher, MoreSpecificEntryWinsWhenPrioritiesTie) {
+  // Both match; the longer literal text is the more specific explanation.
+  const auto cat = catalog_from(file_yaml(entry_yaml("lib.generic", "is not supported") +
+                                          entry_yaml("lib.specific", "sliding window is not supported")));
+  EXPECT_EQ(cat->diagnose("sliding window is not supported")->id(), "lib.specific");
+}
+
+TEST(Matcher, ExplicitPriorityBeatsSpecificity) {
+  const auto cat = catalog_from(file_yaml(entry_yaml("lib.generic", "is not supported", "    priority: 5\n") +
+                                          entry_yaml("lib.specific", "sliding window is not supported")));
+  EXPECT_EQ(cat->diagnose("sliding window is not supported")->id(), "lib.generic");
+}
+
+TEST(Matcher, RootCauseSegmentWinsATieOverTheOuterError) {
+  const auto cat = catalog_from(file_yaml(entry_yaml("lib.outer", "failed to load aaaa") +
+                                          entry_yaml("lib.inner", "cache is disabled x")));
+  // Same literal length; the Caused-by root cause wins.
+  const auto d = cat->diagnose("Error: failed to load aaaa\n\nCaused by:\n    0: cache is disabled x\n");
+  ASSERT_TRUE(d);
+  EXPECT_EQ(d->id(), "lib.inner");
+}
+
+TEST(Matcher, IdBreaksAFullTieDeterministically) {
+  const auto cat = catalog_from(file_yaml(entry_yaml("lib.zeta", "same words") + entry_yaml("lib.alpha", "same words")));
+  EXPECT_EQ(cat->diagnose("same words")->id(), "lib.alpha");
+}
+
+TEST(Matcher, UnlessVetoesTheEntry) {
+  const auto cat = catalog_from(file_yaml(entry_yaml("lib.a", "shape mismatch in cat", "    unless: ['for dim 0']\n")));
+  EXPECT_TRUE(cat->diagnose("shape mismatch in cat for dim 2"));
+  EXPECT_FALSE(cat->diagnose("shape mismatch in cat for dim 0"));
+}
+
+TEST(Matcher, CapturesAreNamedAndTrimmed) {
+  const auto cat = catalog_from(file_yaml(
+      "  - id: lib.a\n"
+      "    template: 'unsupported sdpa type {other:?}'\n"
+      "    source: {path: a.rs, line: 1}\n"
+      "    error_class: E\n    kind: validation\n    cause: c\n    trigger: t\n"
+      "    remediation: [{text: r}]\n"
+      "    examples: {match: ['unsupported sdpa type U8']}\n"));
+  const auto d = cat->diagnose("Error: unsupported sdpa type U8   \n");
+  ASSERT_TRUE(d);
+  ASSERT_NE(d->capture("other"), nullptr);
+  EXPECT_EQ(*d->capture("other"), "U8");
+  EXPECT_EQ(d->capture("nothing"), nullptr);
+}
+
+TEST(Matcher, CatastrophicPatternBecomesNoMatchWithAReport) {
+  // Nested quantifiers on a long non-matching input: Boost gives up; the
+  // host sees "no match" plus a report, and other entries still work.
+  std::string y = entry_yaml("lib.evil", "x");
+  y.replace(y.find("template: 'x'"), 13, "pattern: '(a+)+b'");
+  y.replace(y.find("match: ['x']"), 12, "match: ['aab']");
+  const auto cat = catalog_from(file_yaml(y + entry_yaml("lib.fine", "fine words")));
+  const MatchResult r = cat->match(std::string(4000, 'a') + " fine words");
+  ASSERT_TRUE(r.diagnosis);
+  EXPECT_EQ(r.diagnosis->id(), "lib.fine");
+  ASSERT_FALSE(r.problems.empty());
+  EXPECT_NE(r.problems[0].find("entry 'lib.evil' gave up"), std::string::npos) << r.problems[0];
+}
+
+TEST(Matcher, OversizedInputIsCutAndReported) {
+  const auto cat = catalog_from(file_yaml(entry_yaml("lib.a", "kv_cache_enabled=true is not supported")));
+  std::string huge = "Error: kv_cache_enabled=true is not supported\n" + std::string(3u << 20, 'z');
+  const MatchResult r = cat->match(huge);
+  ASSERT_TRUE(r.diagnosis);
+  EXPECT_LE(r.diagnosis->raw.size(), kMaxInputBytes);
+  ASSERT_FALSE(r.problems.empty());
+}
+
+TEST(Matcher, ClaimsIgnoresRivalsButHonoursUnless) {
+  const auto cat = catalog_from(file_yaml(entry_yaml("lib.generic", "is not supported") +
+                                          entry_yaml("lib.specific", "window is not supported", "    unless: ['sliding']\n")));
+  EXPECT_TRUE(cat->claims("lib.generic", "window is not supported"));
+  EXPECT_TRUE(cat->claims("lib.specific", "window is not supported"));
+  EXPECT_FALSE(cat->claims("lib.specific", "sliding window is not supported"));
+  EXPECT_FALSE(cat->claims("lib.unknown", "window is not supported"));
+}
+
+TEST(LiteralLength, CountsOnlyTextEveryMatchMustContain) {
+  using detail::literal_length;
+  EXPECT_EQ(literal_length("abc"), 3u);
+  EXPECT_EQ(literal_length(R"(a\.b)"), 3u);
+  EXPECT_EQ(literal_length(R"(dim (?<d>[^\n]+?) end)"), 8u);
+  EXPECT_EQ(literal_length(R"(ab?c)"), 2u);
+  EXPECT_EQ(literal_length(R"(\d+x)"), 1u);
+}
+
+}  // namespace
+}  // namespace errshim
