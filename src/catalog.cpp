@@ -84,10 +84,12 @@ const Entry* Catalog::find(std::string_view id) const noexcept {
   return it == impl_->by_id.end() ? nullptr : impl_->matcher.entries()[it->second].get();
 }
 
-MatchResult Catalog::match(std::string_view message) const noexcept { return impl_->matcher.match(message); }
+MatchResult Catalog::match(std::string_view message, const Context& context) const noexcept {
+  return impl_->matcher.match(message, context);
+}
 
-std::optional<Diagnosis> Catalog::diagnose(std::string_view message) const noexcept {
-  return impl_->matcher.match(message).diagnosis;
+std::optional<Diagnosis> Catalog::diagnose(std::string_view message, const Context& context) const noexcept {
+  return impl_->matcher.match(message, context).diagnosis;
 }
 
 bool Catalog::claims(std::string_view id, std::string_view message) const noexcept {

@@ -6,6 +6,7 @@
 #include <map>
 #include <optional>
 #include <set>
+#include <stdexcept>
 
 #include <boost/regex.hpp>
 #include <fmt/format.h>
@@ -17,15 +18,15 @@ namespace errshim::detail {
 namespace {
 
 constexpr std::array<std::string_view, 4> kFileKeys = {"schema", "library", "defaults", "entries"};
-constexpr std::array<std::string_view, 19> kEntryKeys = {
+constexpr std::array<std::string_view, 20> kEntryKeys = {
     "id",      "template", "pattern",  "captures", "capture_patterns", "source",      "also_at", "library",
     "error_class", "kind", "severity", "cause",    "trigger",          "remediation", "tags",    "examples",
-    "priority", "unless",  "imported"};
+    "priority", "unless",  "imported", "applies_to"};
 constexpr std::array<std::string_view, 5> kSourceKeys = {"repo", "path", "line", "commit", "symbol"};
 constexpr std::array<std::string_view, 2> kRemediationKeys = {"text", "fix"};
 constexpr std::array<std::string_view, 7> kFixKeys = {"set", "remove", "action", "safety", "reason", "requires", "conflicts"};
 constexpr std::array<std::string_view, 2> kExampleKeys = {"match", "no_match"};
-constexpr std::array<std::string_view, 2> kMatchExampleKeys = {"text", "captures"};
+constexpr std::array<std::string_view, 3> kMatchExampleKeys = {"text", "captures", "context"};
 constexpr std::array<std::string_view, 8> kKinds = {"validation",         "unsupported-feature", "shape-mismatch",
                                                     "dtype-mismatch",     "resource",            "missing-dependency",
                                                     "configuration",      "internal"};
@@ -253,6 +254,8 @@ void read_examples(Reader& r, const YAML::Node& node, Entry& e) {
             ex.captures.push_back({name, value.text});
           }
         }
+        if (const YAML::Node ctx = item["context"])
+          for (auto& [key, value] : read_assignments(r, ctx, "match example context")) ex.context.values[key] = value.text;
       } else {
         continue;
       }
@@ -309,6 +312,32 @@ void read_pattern(Reader& r, const YAML::Node& map, Entry& e) {
   } catch (const template_error& err) {
     r.problem(tmpl, fmt::format("template (at character {}): {}", err.offset + 1, err.what()));
   }
+}
+
+// applies_to: {transformers: ">=4.54", device: metal, backend: [cuda, rocm]}
+std::vector<ScopeCondition> read_scope(Reader& r, const YAML::Node& node) {
+  std::vector<ScopeCondition> scope;
+  if (!r.expect_map(node, "applies_to")) return scope;
+  for (const auto& kv : node) {
+    ScopeCondition c;
+    c.key = kv.first.Scalar();
+    if (kv.second.IsSequence()) {
+      c.any_of = r.string_list(kv.second, "applies_to values");
+    } else if (auto s = r.string(kv.second, "applies_to value")) {
+      if (!s->empty() && std::string_view("<>=!").find((*s)[0]) != std::string_view::npos) {
+        c.range = *s;
+        try {
+          version_in_range("0", c.range);
+        } catch (const std::invalid_argument& err) {
+          r.problem(kv.second, fmt::format("applies_to.{}: {}", c.key, err.what()));
+        }
+      } else {
+        c.any_of.push_back(*s);
+      }
+    }
+    scope.push_back(std::move(c));
+  }
+  return scope;
 }
 
 bool valid_id(const std::string& id) {
@@ -371,6 +400,7 @@ std::optional<Entry> read_entry(Reader& r, const YAML::Node& map, const std::str
     r.problem(map, "missing required key 'examples' (at least one 'match' message)");
   if (map["priority"]) e.priority = static_cast<int>(r.integer(map["priority"], "priority").value_or(0));
   if (map["unless"]) e.unless = r.string_list(map["unless"], "unless");
+  if (map["applies_to"]) e.applies_to = read_scope(r, map["applies_to"]);
   if (map["imported"]) e.imported = to_value(map["imported"]).text == "true";
 
   r.set_entry("");

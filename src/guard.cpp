@@ -60,8 +60,8 @@ void rethrow_translated() {
   rethrow_translated(*catalog);
 }
 
-std::optional<Diagnosis> diagnose(std::string_view message, const Catalog& catalog) noexcept {
-  return catalog.diagnose(message);
+std::optional<Diagnosis> diagnose(std::string_view message, const Catalog& catalog, const Context& context) noexcept {
+  return catalog.diagnose(message, context);
 }
 
 std::optional<Diagnosis> diagnose(std::string_view message) noexcept {

@@ -9,7 +9,7 @@ std::vector<Problem> lint(const Catalog& catalog) {
   for (const auto& ep : catalog.entries()) {
     const Entry& e = *ep;
     for (const MatchExample& ex : e.match_examples) {
-      const MatchResult r = catalog.match(ex.text);
+      const MatchResult r = catalog.match(ex.text, ex.context);
       for (const std::string& p : r.problems) problems.push_back({ex.where, e.id, p});
       if (!r.diagnosis) {
         problems.push_back({ex.where, e.id, fmt::format("match example is not matched by any entry: '{}'", ex.text)});

@@ -104,10 +104,11 @@ struct Matcher::Hit {
   std::size_t entry = 0;
   std::size_t segment = 0;
   std::size_t position = 0;
+  ScopeFit fit = ScopeFit::general;
   boost::smatch m;
 };
 
-MatchResult Matcher::match(std::string_view message) const noexcept {
+MatchResult Matcher::match(std::string_view message, const Context& context) const noexcept {
   MatchResult result;
   try {
     const Normalized norm = normalize(message);
@@ -116,16 +117,18 @@ MatchResult Matcher::match(std::string_view message) const noexcept {
                                             kMaxInputBytes / 2048));
     std::optional<Hit> best;
     // Smaller key wins: priority (high first), specificity (high first),
-    // segment (root cause first), position, id.
+    // scope fit (best first), segment (root cause first), position, id.
     auto key = [this](const Hit& h) {
       const Entry& e = *entries_[h.entry];
       return std::make_tuple(-static_cast<long long>(e.priority), -static_cast<long long>(compiled_[h.entry].specificity),
-                             h.segment, h.position, std::string_view(e.id));
+                             -static_cast<int>(h.fit), h.segment, h.position, std::string_view(e.id));
     };
     for (std::size_t s = 0; s < norm.segments.size(); ++s) {
       const std::string& text = norm.segments[s].text;
       for (std::size_t i = 0; i < entries_.size(); ++i) {
         Hit h;
+        h.fit = scope_fit(entries_[i]->applies_to, context);
+        if (h.fit == ScopeFit::contradicted) continue;
         if (!search(i, text, h.m, &result.problems)) continue;
         h.entry = i;
         h.segment = s;

@@ -24,7 +24,7 @@ class Matcher {
   // Normalises `message`, then applies the winner rule documented on
   // Catalog::match. Never throws: a regex that gives up (Boost's complexity
   // limit) counts as "did not match" and is reported in the result.
-  MatchResult match(std::string_view message) const noexcept;
+  MatchResult match(std::string_view message, const Context& context) const noexcept;
 
   // Whether entry `index` claims some segment of `message` (ignoring rivals).
   bool claims(std::size_t index, std::string_view message) const noexcept;

@@ -18,7 +18,7 @@ enum Exit : int { kOk = 0, kNoMatch = 1, kUsage = 2 };
 constexpr const char* kHelp = R"(errshim - explains machine-learning inference errors
 
 usage:
-  errshim explain [--json] [--catalog PATH]... MESSAGE | -
+  errshim explain [--json] [--catalog PATH]... [--context K=V,...] MESSAGE | -
       Explain one error message. With '-', all of standard input is the
       message (a whole traceback or log excerpt).
   errshim lint [--with-embedded] [PATH...]
@@ -32,6 +32,9 @@ usage:
 options:
   --catalog PATH   add a catalog file or folder on top of the embedded one
                    (entries with an existing id replace it); repeatable
+  --context K=V,.. what you know of where the error happened, e.g.
+                   transformers=4.57,device=metal: entries scoped to other
+                   versions or devices are passed over
   --json           print JSON instead of text
 
 exit codes:
@@ -46,6 +49,7 @@ struct Args {
   bool with_embedded = false;
   bool help = false;
   std::vector<std::string> catalogs;
+  errshim::Context context;
   std::vector<std::string> positional;
 };
 
@@ -72,6 +76,13 @@ Args parse(int argc, char** argv) {
       a.with_embedded = true;
     } else if (s == "--help" || s == "-h") {
       a.help = true;
+    } else if (s == "--context" || s.rfind("--context=", 0) == 0) {
+      if (s == "--context" && i + 1 >= args.size()) throw usage_error("--context needs KEY=VALUE[,KEY=VALUE...]");
+      try {
+        for (auto& [k, v] : errshim::Context::parse(s == "--context" ? args[++i] : s.substr(10)).values) a.context.values[k] = v;
+      } catch (const std::invalid_argument& e) {
+        throw usage_error(e.what());
+      }
     } else if (s == "--catalog" || s.rfind("--catalog=", 0) == 0) {
       if (s == "--catalog") {
         if (i + 1 >= args.size()) throw usage_error("--catalog needs a PATH");
@@ -103,7 +114,7 @@ int explain(const Args& a) {
     message = fmt::format("{}", fmt::join(a.positional, " "));
   }
   const auto catalog = catalog_for(a);
-  const errshim::MatchResult r = catalog->match(message);
+  const errshim::MatchResult r = catalog->match(message, a.context);
   for (const auto& p : r.problems) fmt::print(stderr, "errshim: warning: {}\n", p);
   if (!r.diagnosis) {
     if (a.json)

@@ -16,6 +16,7 @@
 #include <utility>
 #include <vector>
 
+#include "errshim/context.hpp"
 #include "errshim/diagnosis.hpp"
 
 namespace errshim {
@@ -77,6 +78,7 @@ struct Remediation {
 struct MatchExample {
   std::string text;
   std::vector<Capture> captures;  // expected; only the ones listed are checked
+  Context context;                // the context the example is matched in
   Location where;
 };
 
@@ -105,6 +107,7 @@ struct Entry {
   std::vector<NoMatchExample> no_match_examples;
   int priority = 0;
   std::vector<std::string> unless;  // regexes; a hit on any of them vetoes this entry
+  std::vector<ScopeCondition> applies_to;  // library versions, device, backend; empty = general
   bool imported = false;            // text came from an importer, not written by us
   Location where;                   // the entry's position in its file
 };
@@ -154,13 +157,16 @@ class Catalog {
   // Normalises `message` (tracebacks, Caused-by chains, log prefixes; see
   // normalize.hpp) and returns the winning entry.
   //
-  // The rule when several entries match: the highest `priority` wins; on a
+  // The rule when several entries match: entries whose `applies_to` scope
+  // the context contradicts are out. Then the highest `priority` wins; on a
   // tie, the most specific entry (the most literal characters in its
-  // pattern); then the segment nearest the root cause (normalize() lists
-  // segments root cause first); then the earliest match in that segment;
-  // last, the smallest id. The rule is total, so the result is deterministic.
-  MatchResult match(std::string_view message) const noexcept;
-  std::optional<Diagnosis> diagnose(std::string_view message) const noexcept;
+  // pattern); then the best scope fit (confirmed by the context, then
+  // general, then scoped but not known from the context); then the segment
+  // nearest the root cause (normalize() lists segments root cause first);
+  // then the earliest match in that segment; last, the smallest id. The rule
+  // is total, so the result is deterministic.
+  MatchResult match(std::string_view message, const Context& context = {}) const noexcept;
+  std::optional<Diagnosis> diagnose(std::string_view message, const Context& context = {}) const noexcept;
 
   // Whether this one entry's pattern (and not its `unless` list) claims some
   // segment of `message`, regardless of which entry would win. For lint.
