@@ -10,7 +10,8 @@ for arg in "$@"; do
   case "$arg" in
     --with-torch) packages+=(libtorch-dev) ;;
     --with-fuzz)  packages+=(clang libclang-rt-14-dev) ;;
-    *) echo "setup.sh: unknown option '$arg' (try --with-torch, --with-fuzz)" >&2; exit 2 ;;
+    --with-bench) packages+=(libhyperscan-dev libre2-dev) ;;
+    *) echo "setup.sh: unknown option '$arg' (try --with-torch, --with-fuzz, --with-bench)" >&2; exit 2 ;;
   esac
 done
 

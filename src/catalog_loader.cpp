@@ -18,10 +18,10 @@ namespace errshim::detail {
 namespace {
 
 constexpr std::array<std::string_view, 4> kFileKeys = {"schema", "library", "defaults", "entries"};
-constexpr std::array<std::string_view, 20> kEntryKeys = {
+constexpr std::array<std::string_view, 21> kEntryKeys = {
     "id",      "template", "pattern",  "captures", "capture_patterns", "source",      "also_at", "library",
     "error_class", "kind", "severity", "cause",    "trigger",          "remediation", "tags",    "examples",
-    "priority", "unless",  "imported", "applies_to"};
+    "priority", "unless",  "imported", "applies_to", "preflight"};
 constexpr std::array<std::string_view, 5> kSourceKeys = {"repo", "path", "line", "commit", "symbol"};
 constexpr std::array<std::string_view, 2> kRemediationKeys = {"text", "fix"};
 constexpr std::array<std::string_view, 7> kFixKeys = {"set", "remove", "action", "safety", "reason", "requires", "conflicts"};
@@ -340,6 +340,45 @@ std::vector<ScopeCondition> read_scope(Reader& r, const YAML::Node& node) {
   return scope;
 }
 
+// preflight: {kv_cache_enabled: true}, or a list of such maps (any of them);
+// a value may be a list (any of), `model` is a regex on the context's model.
+std::vector<PreflightCondition> read_preflight(Reader& r, const YAML::Node& node) {
+  std::vector<PreflightCondition> out;
+  std::vector<YAML::Node> maps;
+  if (node.IsSequence())
+    for (const auto& item : node) maps.push_back(item);
+  else
+    maps.push_back(node);
+  for (const YAML::Node& m : maps) {
+    if (!r.expect_map(m, "a preflight condition")) continue;
+    PreflightCondition c;
+    for (const auto& kv : m) {
+      const std::string key = kv.first.Scalar();
+      if (key == "model") {
+        c.model = r.string(kv.second, "preflight.model").value_or("");
+        try {
+          boost::regex check(c.model, boost::regex::perl | boost::regex::icase);
+        } catch (const boost::regex_error& e) {
+          r.problem(kv.second, fmt::format("preflight.model does not compile: {}", e.what()));
+        }
+        continue;
+      }
+      std::vector<Value> values;
+      if (kv.second.IsSequence()) {
+        for (const auto& v : kv.second)
+          if (v.IsScalar()) values.push_back(to_value(v));
+      } else if (kv.second.IsScalar()) {
+        values.push_back(to_value(kv.second));
+      }
+      if (values.empty()) r.problem(kv.second, fmt::format("preflight.{} needs a value or a list of values", key));
+      c.keys.emplace_back(key, std::move(values));
+    }
+    if (c.keys.empty()) r.problem(m, "a preflight condition needs at least one config key");
+    out.push_back(std::move(c));
+  }
+  return out;
+}
+
 bool valid_id(const std::string& id) {
   static const boost::regex id_re(R"([a-z0-9][a-z0-9_-]*(\.[a-z0-9][a-z0-9_-]*)+)");
   return boost::regex_match(id, id_re);
@@ -401,6 +440,7 @@ std::optional<Entry> read_entry(Reader& r, const YAML::Node& map, const std::str
   if (map["priority"]) e.priority = static_cast<int>(r.integer(map["priority"], "priority").value_or(0));
   if (map["unless"]) e.unless = r.string_list(map["unless"], "unless");
   if (map["applies_to"]) e.applies_to = read_scope(r, map["applies_to"]);
+  if (map["preflight"]) e.preflight = read_preflight(r, map["preflight"]);
   if (map["imported"]) e.imported = to_value(map["imported"]).text == "true";
 
   r.set_entry("");

@@ -75,6 +75,14 @@ struct Remediation {
   std::optional<Fix> fix;
 };
 
+// A config condition under which an entry's error is known to happen:
+// every key holds one of its values (all-of), and `model`, when given, is a
+// regex the context's "model" must contain. Used by preflight checks.
+struct PreflightCondition {
+  std::vector<std::pair<std::string, std::vector<Value>>> keys;  // key or dotted path -> any of
+  std::string model;                                              // regex, may be empty
+};
+
 struct MatchExample {
   std::string text;
   std::vector<Capture> captures;  // expected; only the ones listed are checked
@@ -108,6 +116,7 @@ struct Entry {
   int priority = 0;
   std::vector<std::string> unless;  // regexes; a hit on any of them vetoes this entry
   std::vector<ScopeCondition> applies_to;  // library versions, device, backend; empty = general
+  std::vector<PreflightCondition> preflight;  // any of these configs will hit this error
   bool imported = false;            // text came from an importer, not written by us
   Location where;                   // the entry's position in its file
 };
