@@ -1,0 +1,148 @@
+// The user's configuration, as remediation sees it: keys with values, at the
+// top or nested, that a fix can find, read, set and remove.
+//
+// Two kinds are provided: ConfigTree (a YAML or JSON document, written back
+// in the format it came in, keeping the keys a fix did not touch and their
+// order) and TypedConfig<T> (a C++ struct whose members the host binds to
+// names once). Both are values: remediation works on copies and never
+// changes the caller's object.
+#pragma once
+
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "errshim/catalog.hpp"
+
+namespace errshim {
+
+// A path into a config: {"generation_config", "cache_implementation"}.
+using KeyPath = std::vector<std::string>;
+std::string to_string(const KeyPath& path);  // "generation_config.cache_implementation"
+KeyPath parse_key_path(std::string_view dotted);
+
+// A config that cannot be read, or a change it cannot take. Says where.
+class config_error : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+class ConfigAccess {
+ public:
+  virtual ~ConfigAccess() = default;
+
+  // Every path whose last part is `key`, at any depth, in document order.
+  // More than one means the key is ambiguous for a fix that names only `key`.
+  virtual std::vector<KeyPath> find(std::string_view key) const = 0;
+  // The scalar at `path`; nullopt when absent. A mapping or list comes back
+  // with type Value::Type::null and text "<mapping>" / "<list>".
+  virtual std::optional<Value> get(const KeyPath& path) const = 0;
+  // Sets `path` (creating missing parent mappings where the kind allows).
+  // Throws config_error when the path cannot hold the value.
+  virtual void set(const KeyPath& path, const Value& value) = 0;
+  // Removes `path`; no-op when absent. Throws config_error when the kind
+  // cannot remove keys (a struct member can only be reset by the host).
+  virtual void remove(const KeyPath& path) = 0;
+  virtual std::unique_ptr<ConfigAccess> clone() const = 0;
+  // Takes the state of `other`, a config of the same kind (a clone of this
+  // one, changed). Throws config_error for a config of another kind. Lets
+  // remediation try a bundle on a clone and keep it only when it all worked.
+  virtual void assign_from(const ConfigAccess& other) = 0;
+};
+
+// A YAML or JSON document.
+class ConfigTree final : public ConfigAccess {
+ public:
+  enum class Format { yaml, json };
+
+  // Parses `text`; the format is JSON when the text starts with '{' or '['
+  // (after white space), else YAML. Throws config_error with line:column.
+  static ConfigTree parse(std::string_view text, std::string name = "<config>");
+  static ConfigTree load(const std::filesystem::path& path);  // throws config_error
+
+  // The document in its original format, with untouched keys in their order.
+  std::string dump() const;
+  Format format() const noexcept;
+  const std::string& name() const noexcept;
+
+  std::vector<KeyPath> find(std::string_view key) const override;
+  std::optional<Value> get(const KeyPath& path) const override;
+  void set(const KeyPath& path, const Value& value) override;
+  void remove(const KeyPath& path) override;
+  std::unique_ptr<ConfigAccess> clone() const override;
+  void assign_from(const ConfigAccess& other) override;
+
+  ConfigTree(const ConfigTree& other);
+  ConfigTree& operator=(const ConfigTree& other);
+  ConfigTree(ConfigTree&&) noexcept;
+  ConfigTree& operator=(ConfigTree&&) noexcept;
+  ~ConfigTree() override;
+
+ private:
+  struct Impl;
+  explicit ConfigTree(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+// Names bound to members of a struct, declared once by the host:
+//
+//   static const auto bindings = errshim::Bindings<Config>()
+//       .bind("kv_cache_enabled", &Config::kv_cache_enabled)
+//       .bind("kv_repeat", &Config::kv_repeat)
+//       .bind("cache_implementation", &Config::cache_implementation);
+//
+// Supported member types: bool, integral types, floating types, std::string,
+// and enums through bind_enum with a name table.
+template <class T>
+class Bindings {
+ public:
+  struct Member {
+    std::function<std::optional<Value>(const T&)> get;
+    std::function<void(T&, const Value&)> set;  // throws config_error on a wrong type
+  };
+
+  template <class M>
+  Bindings& bind(std::string name, M T::*member);
+
+  template <class E>
+  Bindings& bind_enum(std::string name, E T::*member, std::vector<std::pair<std::string, E>> names);
+
+  const Member* find(std::string_view name) const;
+  const std::vector<std::pair<std::string, Member>>& members() const noexcept { return members_; }
+
+ private:
+  std::vector<std::pair<std::string, Member>> members_;
+};
+
+// A struct value with its bindings; fixes apply to the struct's members.
+template <class T>
+class TypedConfig final : public ConfigAccess {
+ public:
+  TypedConfig(T value, std::shared_ptr<const Bindings<T>> bindings);
+
+  const T& value() const noexcept { return value_; }
+  T& value() noexcept { return value_; }
+
+  std::vector<KeyPath> find(std::string_view key) const override;
+  std::optional<Value> get(const KeyPath& path) const override;
+  void set(const KeyPath& path, const Value& value) override;
+  void remove(const KeyPath& path) override;
+  std::unique_ptr<ConfigAccess> clone() const override;
+  void assign_from(const ConfigAccess& other) override;
+
+ private:
+  T value_;
+  std::shared_ptr<const Bindings<T>> bindings_;
+};
+
+}  // namespace errshim
+
+#include "errshim/detail/typed_config_impl.hpp"
