@@ -9,3 +9,8 @@
 #include "errshim/normalize.hpp"
 #include "errshim/render.hpp"
 #include "errshim/version.hpp"
+#include "errshim/config.hpp"
+#include "errshim/context.hpp"
+#include "errshim/metrics.hpp"
+#include "errshim/preflight.hpp"
+#include "errshim/remediation.hpp"

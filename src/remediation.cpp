@@ -1,0 +1,490 @@
+#include "errshim/remediation.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <ctime>
+
+#include <fmt/format.h>
+
+#include "errshim/guard.hpp"
+#include "errshim/metrics.hpp"
+#include "errshim/render.hpp"
+
+namespace errshim {
+
+std::string_view to_string(Mode m) noexcept {
+  switch (m) {
+    case Mode::off: return "off";
+    case Mode::explain: return "explain";
+    case Mode::suggest: return "suggest";
+    case Mode::automatic: return "auto";
+  }
+  return "auto";
+}
+
+std::optional<Mode> parse_mode(std::string_view s) noexcept {
+  for (Mode m : {Mode::off, Mode::explain, Mode::suggest, Mode::automatic})
+    if (to_string(m) == s) return m;
+  return std::nullopt;
+}
+
+std::string_view to_string(Decision::Outcome o) noexcept {
+  switch (o) {
+    case Decision::Outcome::applied: return "applied";
+    case Decision::Outcome::suggested: return "suggested";
+    case Decision::Outcome::refused: return "refused";
+    case Decision::Outcome::failed: return "failed";
+    case Decision::Outcome::explained: return "explained";
+    case Decision::Outcome::succeeded: return "succeeded";
+    case Decision::Outcome::gave_up: return "gave-up";
+    case Decision::Outcome::passed_through: return "passed-through";
+  }
+  return "explained";
+}
+
+ActionRegistry& ActionRegistry::add(std::string name, Action action) {
+  actions_[std::move(name)] = std::move(action);
+  return *this;
+}
+
+const Action* ActionRegistry::find(std::string_view name) const noexcept {
+  auto it = actions_.find(name);
+  return it == actions_.end() ? nullptr : &it->second;
+}
+
+Mode Policy::mode_for(std::string_view entry_id) const {
+  auto it = entry_modes.find(std::string(entry_id));
+  return it == entry_modes.end() ? mode : it->second;
+}
+
+namespace {
+
+std::string value_json(const std::optional<Value>& v) {
+  if (!v) return "null";
+  switch (v->type) {
+    case Value::Type::string: return json_quote(v->text);
+    case Value::Type::null: return "null";
+    default: return v->text;
+  }
+}
+
+std::string value_text(const std::optional<Value>& v) {
+  if (!v) return "(absent)";
+  return v->type == Value::Type::string ? json_quote(v->text) : (v->type == Value::Type::null ? "null" : v->text);
+}
+
+std::string iso_time(std::chrono::system_clock::time_point t) {
+  const std::time_t secs = std::chrono::system_clock::to_time_t(t);
+  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(t.time_since_epoch()).count() % 1000;
+  std::tm tm{};
+  gmtime_r(&secs, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &tm);
+  return fmt::format("{}.{:03}Z", buf, ms);
+}
+
+// Whether a key named in a policy list ("dtype", "generation_config.dtype")
+// refers to `path`: a bare name matches the last part at any depth.
+bool key_matches(const std::string& spec, const KeyPath& path) {
+  if (path.empty()) return false;
+  if (spec.find('.') == std::string::npos) return spec == path.back();
+  return spec == to_string(path);
+}
+
+bool any_key_matches(const std::set<std::string>& specs, const KeyPath& path) {
+  return std::any_of(specs.begin(), specs.end(), [&](const std::string& s) { return key_matches(s, path); });
+}
+
+// Where a fix's key lives in this config. A dotted key is an explicit path;
+// a bare key is looked up at any depth and must be found at most once.
+struct Resolved {
+  std::optional<KeyPath> path;
+  std::string problem;
+};
+
+Resolved resolve_key(const ConfigAccess& config, const std::string& key, bool create_if_absent) {
+  if (key.find('.') != std::string::npos) return {parse_key_path(key), {}};
+  const std::vector<KeyPath> found = config.find(key);
+  if (found.size() > 1) {
+    std::vector<std::string> where;
+    for (const auto& p : found) where.push_back(to_string(p));
+    return {std::nullopt, fmt::format("key '{}' is ambiguous: it is found at {}; name the path in the fix or the "
+                                      "config",
+                                      key, fmt::join(where, " and "))};
+  }
+  if (found.size() == 1) return {found.front(), {}};
+  if (create_if_absent) return {KeyPath{key}, {}};
+  return {std::nullopt, {}};
+}
+
+bool same_value(const std::optional<Value>& have, const Value& want) {
+  if (!have) return false;
+  if (have->type == want.type) return have->text == want.text;
+  // A config may spell a boolean or number as text ("true", "1").
+  return have->text == want.text && (have->type == Value::Type::string || want.type == Value::Type::string);
+}
+
+bool same_diagnosis(const Diagnosis& a, const Diagnosis& b) { return a.id() == b.id() && a.captures == b.captures; }
+
+// Applies one remediation step's fix to `config`. Returns the changes, or
+// throws config_error (the step is then refused or failed by the caller).
+std::vector<Change> apply_fix(const Fix& fix, const Diagnosis& d, ConfigAccess& config, const Policy& policy) {
+  std::vector<Change> changes;
+  auto set_one = [&](const std::string& key, const Value& raw) {
+    Resolved r = resolve_key(config, key, true);
+    if (!r.path) throw config_error(r.problem);
+    const Value v = resolve_value(raw, d);
+    Change c{*r.path, config.get(*r.path), v};
+    config.set(*r.path, v);
+    changes.push_back(std::move(c));
+  };
+  for (const auto& [key, v] : fix.set) set_one(key, v);
+  for (const auto& [key, v] : fix.requires_set) set_one(key, v);
+  for (const std::string& key : fix.remove) {
+    Resolved r = resolve_key(config, key, false);
+    if (!r.problem.empty()) throw config_error(r.problem);
+    if (!r.path || !config.get(*r.path)) continue;  // nothing to remove
+    Change c{*r.path, config.get(*r.path), std::nullopt};
+    config.remove(*r.path);
+    changes.push_back(std::move(c));
+  }
+  if (!fix.action.empty()) {
+    const Action* action = policy.actions ? policy.actions->find(fix.action) : nullptr;
+    if (!action) throw config_error(fmt::format("host action '{}' is not registered", fix.action));
+    (*action)(config, d);
+  }
+  return changes;
+}
+
+// Why the policy rules a step out before touching the config, or "".
+std::string policy_refusal(const Fix& fix, const Diagnosis& d, const ConfigAccess& config, const Policy& policy) {
+  if (fix.safety == Safety::manual) return "this remedy needs a person (safety: manual)";
+  if (!policy.allowed.count(fix.safety))
+    return fmt::format("safety class '{}' is not allowed by the policy", to_string(fix.safety));
+  std::vector<std::string> keys;
+  for (const auto& kv : fix.set) keys.push_back(kv.first);
+  for (const auto& kv : fix.requires_set) keys.push_back(kv.first);
+  for (const auto& k : fix.remove) keys.push_back(k);
+  for (const std::string& key : keys) {
+    Resolved r = resolve_key(config, key, true);
+    if (!r.path) return r.problem;
+    if (any_key_matches(policy.pinned_keys, *r.path))
+      return fmt::format("key '{}' is pinned: the user set it on purpose", to_string(*r.path));
+    if (any_key_matches(policy.deny_keys, *r.path)) return fmt::format("key '{}' is denied by the policy", to_string(*r.path));
+    if (!policy.allow_keys.empty() && !any_key_matches(policy.allow_keys, *r.path))
+      return fmt::format("key '{}' is not in the policy's allowed keys", to_string(*r.path));
+  }
+  for (const auto& [key, v] : fix.conflicts) {
+    Resolved r = resolve_key(config, key, false);
+    if (r.path && same_value(config.get(*r.path), v))
+      return fmt::format("conflicts with {} = {}", to_string(*r.path), value_text(v));
+  }
+  (void)d;
+  return {};
+}
+
+Decision make_decision(const Diagnosis& d, Mode mode) {
+  Decision x;
+  x.time = std::chrono::system_clock::now();
+  x.entry_id = d.id();
+  x.mode = mode;
+  return x;
+}
+
+FixChoice choose(const Diagnosis& d, ConfigAccess& scratch, const Policy& policy,
+                 const std::set<std::pair<std::string, std::size_t>>& skip) {
+  FixChoice choice;
+  const Mode mode = policy.mode_for(d.id());
+  if (!d.entry) return choice;
+  const auto refuse_entry = [&](std::string reason) {
+    Decision x = make_decision(d, mode);
+    x.outcome = Decision::Outcome::refused;
+    x.reason = std::move(reason);
+    choice.decisions.push_back(std::move(x));
+    return choice;
+  };
+  if (policy.deny_entries.count(d.id())) return refuse_entry("entry is denied by the policy");
+  if (!policy.allow_entries.empty() && !policy.allow_entries.count(d.id()))
+    return refuse_entry("entry is not in the policy's allowed entries");
+
+  const auto& steps = d.entry->remediation;
+  for (std::size_t i = 0; i < steps.size(); ++i) {
+    if (!steps[i].fix || skip.count({d.id(), i})) continue;
+    const Fix& fix = *steps[i].fix;
+    Decision x = make_decision(d, mode);
+    x.step = i;
+    x.fix = fix;
+    std::string why = policy_refusal(fix, d, scratch, policy);
+    const bool only_suggest = !policy.allowed.count(fix.safety) && policy.suggest_classes.count(fix.safety) &&
+                              fix.safety != Safety::manual && why.rfind("safety class", 0) == 0;
+    if (only_suggest) {
+      // Show what it would change, on a throwaway clone, and go on looking
+      // for a step that may be applied.
+      std::unique_ptr<ConfigAccess> trial = scratch.clone();
+      try {
+        x.changes = apply_fix(fix, d, *trial, policy);
+        x.outcome = Decision::Outcome::suggested;
+        x.reason = fmt::format("safety class '{}' is suggested, not applied, by the policy", to_string(fix.safety));
+      } catch (const std::exception& e) {
+        x.outcome = Decision::Outcome::failed;
+        x.reason = e.what();
+      }
+      choice.decisions.push_back(std::move(x));
+      continue;
+    }
+    if (!why.empty()) {
+      x.outcome = Decision::Outcome::refused;
+      x.reason = std::move(why);
+      choice.decisions.push_back(std::move(x));
+      continue;
+    }
+    // The bundle goes to a clone first: it is kept only when all of it worked.
+    std::unique_ptr<ConfigAccess> trial = scratch.clone();
+    try {
+      x.changes = apply_fix(fix, d, *trial, policy);
+      scratch.assign_from(*trial);
+    } catch (const std::exception& e) {
+      x.outcome = Decision::Outcome::failed;
+      x.reason = e.what();
+      choice.decisions.push_back(std::move(x));
+      continue;
+    }
+    x.outcome = mode == Mode::automatic ? Decision::Outcome::applied : Decision::Outcome::suggested;
+    choice.suggest_only = mode != Mode::automatic;
+    choice.step = i;
+    choice.changes = x.changes;
+    choice.decisions.push_back(std::move(x));
+    return choice;
+  }
+  return choice;
+}
+
+void changes_json(std::string& out, const std::vector<Change>& changes) {
+  out += "[";
+  for (std::size_t i = 0; i < changes.size(); ++i)
+    out += fmt::format("{}{{\"path\": {}, \"before\": {}, \"after\": {}}}", i ? ", " : "",
+                       json_quote(to_string(changes[i].path)), value_json(changes[i].before), value_json(changes[i].after));
+  out += "]";
+}
+
+}  // namespace
+
+Value resolve_value(const Value& value, const Diagnosis& d) {
+  if (value.type != Value::Type::string || value.text.find('{') == std::string::npos) return value;
+  const std::string& s = value.text;
+  std::string out;
+  bool whole_numeric = false;  // the value is one placeholder converted to a number
+  std::size_t placeholders = 0;
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    if (s[i] == '{' && i + 1 < s.size() && s[i + 1] == '{') {
+      out += '{';
+      ++i;
+      continue;
+    }
+    if (s[i] == '}' && i + 1 < s.size() && s[i + 1] == '}') {
+      out += '}';
+      ++i;
+      continue;
+    }
+    if (s[i] != '{') {
+      out += s[i];
+      continue;
+    }
+    const std::size_t close = s.find('}', i);
+    if (close == std::string::npos) throw config_error(fmt::format("fix value '{}' has an unclosed '{{'", s));
+    const std::string inner = s.substr(i + 1, close - i - 1);
+    const std::size_t colon = inner.find(':');
+    const std::string name = inner.substr(0, colon);
+    const std::string conv = colon == std::string::npos ? "" : inner.substr(colon + 1);
+    const std::string* captured = d.capture(name);
+    if (!captured) throw config_error(fmt::format("fix value '{}' uses capture '{}', which the message did not give", s, name));
+    std::string v = *captured;
+    bool numeric = false;
+    if (conv.empty()) {
+    } else if (conv == "lower" || conv == "upper") {
+      for (char& c : v) c = static_cast<char>(conv == "lower" ? std::tolower(static_cast<unsigned char>(c))
+                                                              : std::toupper(static_cast<unsigned char>(c)));
+    } else if (conv == "int") {
+      const auto b = std::find_if(v.begin(), v.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); });
+      const auto e = std::find_if(b, v.end(), [](char c) { return !std::isdigit(static_cast<unsigned char>(c)); });
+      if (b == v.end()) throw config_error(fmt::format("capture '{}' = '{}' holds no number", name, v));
+      v.assign(b, e);
+      numeric = true;
+    } else if (conv.rfind("dim", 0) == 0 && conv.size() > 3 && std::all_of(conv.begin() + 3, conv.end(), ::isdigit)) {
+      // "[1, 32, 7, 48]" -> element N
+      const std::size_t n = std::stoul(conv.substr(3));
+      std::vector<std::string> parts;
+      std::string cur;
+      for (char c : v) {
+        if (std::isdigit(static_cast<unsigned char>(c))) {
+          cur += c;
+        } else if (!cur.empty()) {
+          parts.push_back(cur);
+          cur.clear();
+        }
+      }
+      if (!cur.empty()) parts.push_back(cur);
+      if (n >= parts.size()) throw config_error(fmt::format("capture '{}' = '{}' has no dimension {}", name, v, n));
+      v = parts[n];
+      numeric = true;
+    } else {
+      throw config_error(fmt::format("fix value '{}': unknown conversion '{}' (lower, upper, int, dimN)", s, conv));
+    }
+    ++placeholders;
+    whole_numeric = numeric && i == 0 && close == s.size() - 1;
+    out += v;
+    i = close;
+  }
+  return {whole_numeric && placeholders == 1 ? Value::Type::integer : Value::Type::string, out};
+}
+
+FixChoice choose_fix(const Diagnosis& diagnosis, ConfigAccess& scratch, const Policy& policy) {
+  return choose(diagnosis, scratch, policy, {});
+}
+
+std::string Decision::to_json() const {
+  std::string out = fmt::format("{{\"time\": \"{}\", \"attempt\": {}, \"entry\": {}, \"step\": {}, ", iso_time(time),
+                                attempt, json_quote(entry_id), step ? std::to_string(*step) : "null");
+  if (fix) {
+    std::vector<std::string> parts;
+    for (const auto& [k, v] : fix->set) parts.push_back(fmt::format("{}: {}", json_quote(k), value_json(v)));
+    for (const auto& [k, v] : fix->requires_set) parts.push_back(fmt::format("{}: {}", json_quote(k), value_json(v)));
+    out += fmt::format("\"fix\": {{\"set\": {{{}}}", fmt::join(parts, ", "));
+    if (!fix->remove.empty()) {
+      std::vector<std::string> quoted;
+      for (const auto& k : fix->remove) quoted.push_back(json_quote(k));
+      out += fmt::format(", \"remove\": [{}]", fmt::join(quoted, ", "));
+    }
+    if (!fix->action.empty()) out += fmt::format(", \"action\": {}", json_quote(fix->action));
+    out += fmt::format("}}, \"safety\": \"{}\", ", to_string(fix->safety));
+  } else {
+    out += "\"fix\": null, \"safety\": null, ";
+  }
+  out += fmt::format("\"mode\": \"{}\", \"outcome\": \"{}\", \"reason\": {}, \"changes\": ", to_string(mode),
+                     to_string(outcome), json_quote(reason));
+  changes_json(out, changes);
+  return out + "}";
+}
+
+std::vector<Change> RemediationReport::applied_changes() const {
+  std::vector<Change> all;
+  for (const Decision& d : decisions)
+    if (d.outcome == Decision::Outcome::applied) all.insert(all.end(), d.changes.begin(), d.changes.end());
+  return all;
+}
+
+std::string RemediationReport::to_json() const {
+  std::string out = fmt::format("{{\"calls\": {}, \"decisions\": [", calls);
+  for (std::size_t i = 0; i < decisions.size(); ++i) out += (i ? ", " : "") + decisions[i].to_json();
+  return out + "]}";
+}
+
+remediation_error::remediation_error(Diagnosis diagnosis, RemediationReport report, std::string summary)
+    : translated_error(std::move(diagnosis)),
+      report_(std::make_shared<const RemediationReport>(std::move(report))),
+      summary_(std::move(summary)) {}
+
+namespace detail {
+
+RemediationSession::RemediationSession(const Catalog& catalog, const Policy& policy)
+    : catalog_(catalog), policy_(policy) {}
+
+void RemediationSession::record(Decision d) {
+  d.attempt = report_.calls;
+  // Observers must not break the host's recovery: their exceptions stop here.
+  try {
+    if (policy_.on_decision) policy_.on_decision(d);
+  } catch (...) {
+  }
+  try {
+    if (policy_.metrics) policy_.metrics->count(d);
+  } catch (...) {
+  }
+  report_.decisions.push_back(std::move(d));
+}
+
+void RemediationSession::give_up(const Diagnosis& d, std::string reason) {
+  Decision x = make_decision(d, policy_.mode_for(d.id()));
+  x.outcome = Decision::Outcome::gave_up;
+  x.reason = reason;
+  record(std::move(x));
+  std::string summary = fmt::format("{} [errshim gave up after {} fix(es): {}]", one_line_summary(d), applied_, reason);
+  throw remediation_error(d, std::move(report_), std::move(summary));
+}
+
+void RemediationSession::on_success() {
+  if (applied_ == 0) return;  // nothing to report on a first-time success
+  Decision x;
+  x.time = std::chrono::system_clock::now();
+  x.entry_id = last_ ? last_->id() : std::string();
+  x.mode = last_ ? policy_.mode_for(last_->id()) : policy_.mode;
+  x.outcome = Decision::Outcome::succeeded;
+  x.changes = report_.applied_changes();
+  record(std::move(x));
+}
+
+bool RemediationSession::on_failure(ConfigAccess& next) {
+  const std::exception_ptr error = std::current_exception();
+  report_.errors.push_back(error);
+
+  std::optional<Diagnosis> d;
+  try {
+    std::rethrow_exception(error);
+  } catch (const translated_error& t) {
+    d = t.diagnosis();  // a guard further in already explained it
+  } catch (...) {
+    d = catalog_.diagnose(exception_text(error), policy_.context);
+  }
+
+  if (!d || policy_.mode_for(d->id()) == Mode::off) {
+    if (d) {
+      Decision x = make_decision(*d, Mode::off);
+      x.outcome = Decision::Outcome::passed_through;
+      record(std::move(x));
+    }
+    if (last_ && applied_ > 0) {
+      // A fix got past the first error and the call then failed with one
+      // errshim does not know: report it with the history, not bare.
+      Decision x = make_decision(*last_, policy_.mode_for(last_->id()));
+      x.outcome = Decision::Outcome::gave_up;
+      x.reason = "after the fix the call failed with an error errshim does not recognise: " +
+                 exception_text(error).substr(0, 300);
+      record(x);
+      throw remediation_error(*last_, std::move(report_),
+                              fmt::format("{} [errshim applied {} fix(es); then: {}]", one_line_summary(*last_), applied_,
+                                          x.reason));
+    }
+    std::rethrow_exception(error);
+  }
+
+  const Mode mode = policy_.mode_for(d->id());
+  if (last_ && last_was_fixed_ && same_diagnosis(*d, *last_))
+    give_up(*d, "the fix did not help: the same error came back");
+  last_ = d;
+  last_was_fixed_ = false;
+
+  if (mode == Mode::explain) {
+    Decision x = make_decision(*d, mode);
+    x.outcome = Decision::Outcome::explained;
+    record(std::move(x));
+    throw remediation_error(*d, std::move(report_), one_line_summary(*d));
+  }
+  if (applied_ >= policy_.max_retries)
+    give_up(*d, fmt::format("the retry bound ({}) is reached", policy_.max_retries));
+
+  FixChoice choice = choose(*d, next, policy_, tried_);
+  for (Decision& x : choice.decisions) record(std::move(x));
+  if (!choice.step) give_up(*d, "no remediation step is allowed by the policy and usable on this config");
+  if (choice.suggest_only) {
+    throw remediation_error(*d, std::move(report_),
+                            fmt::format("{} [errshim suggests step {}; mode {} changes nothing]", one_line_summary(*d),
+                                        *choice.step + 1, to_string(mode)));
+  }
+  tried_.insert({d->id(), *choice.step});
+  ++applied_;
+  last_was_fixed_ = true;
+  return true;
+}
+
+}  // namespace detail
+}  // namespace errshim

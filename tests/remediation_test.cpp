@@ -1,0 +1,469 @@
+// Auto-remediation: which fix is chosen under which policy, what happens to
+// the config, and what the caller gets back or sees thrown.
+#include <gtest/gtest.h>
+
+#include <stdexcept>
+
+#include <errshim/errshim.hpp>
+
+#include "test_catalogs.hpp"
+
+namespace errshim {
+namespace {
+
+// A catalog with one entry per behaviour under test. Steps are ordered as the
+// catalog would order them; the build functions below raise the messages.
+CatalogPtr catalog() {
+  static const CatalogPtr c = testing::catalog_from(testing::file_yaml(R"(  - id: t.kv
+    template: kv_cache_enabled=true is not supported
+    source: {path: metavoice.rs, line: 449}
+    error_class: candle::Error::Msg
+    kind: unsupported-feature
+    cause: c
+    trigger: t
+    remediation:
+      - text: turn the cache off
+        fix: {set: {kv_cache_enabled: false}, safety: slower, reason: 'same output, slower'}
+      - text: rebuild candle with the cache path
+    examples: {match: [kv_cache_enabled=true is not supported]}
+    preflight: {kv_cache_enabled: true}
+  - id: t.quant
+    template: does not support the quantized cache
+    source: {path: utils.py, line: 2003}
+    error_class: ValueError
+    kind: unsupported-feature
+    cause: c
+    trigger: t
+    remediation:
+      - text: use the dynamic cache
+        fix: {set: {cache_implementation: dynamic}, safety: safe}
+      - text: offload
+        fix: {set: {cache_implementation: offloaded}, safety: slower}
+    examples: {match: [does not support the quantized cache]}
+    preflight:
+      - {cache_implementation: quantized, is_encoder_decoder: true}
+      - {cache_implementation: quantized, model: 'whisper|t5'}
+  - id: t.repeat
+    template: only kv-repeat = 1 is supported
+    source: {path: mimi.rs, line: 151}
+    error_class: candle::Error::Msg
+    kind: unsupported-feature
+    cause: c
+    trigger: t
+    remediation:
+      - text: set kv_repeat to 1
+        fix: {set: {kv_repeat: 1}, safety: changes-output, reason: other KV layout}
+    examples: {match: [only kv-repeat = 1 is supported]}
+  - id: t.flash
+    template: flash attention needs fp16 cache, got {dtype}
+    source: {path: attn.py, line: 10}
+    error_class: ValueError
+    kind: configuration
+    cause: c
+    trigger: t
+    remediation:
+      - text: turn flash attention off (and the quantized KV cache type with it)
+        fix:
+          set: {use_flash_attn: false}
+          requires: {kv_cache_dtype: auto}
+          conflicts: {strict_kernels: true}
+          safety: slower
+      - text: fall back to manual attention
+        fix: {action: fallback-manual-attention, safety: safe}
+    examples: {match: ['flash attention needs fp16 cache, got int8']}
+  - id: t.heads
+    template: 'head count {heads} does not divide {:?}'
+    captures: [kv]
+    source: {path: attn.rs, line: 1}
+    error_class: E
+    kind: validation
+    cause: c
+    trigger: t
+    remediation:
+      - text: use the head count from the message
+        fix: {set: {num_kv_heads: '{heads:int}', note: 'kv was {kv:lower}'}, safety: changes-output}
+    examples: {match: ['head count 8 does not divide [A, 3]']}
+)"));
+  return c;
+}
+
+struct layer_error : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+bool is_true(const ConfigAccess& c, const char* key) {
+  auto v = c.get(parse_key_path(key));
+  return v && v->text == "true";
+}
+
+// metavoice-like construction: fails while the cache is on.
+std::string build_metavoice(const ConfigTree& c) {
+  if (is_true(c, "kv_cache_enabled")) throw layer_error("Error: kv_cache_enabled=true is not supported");
+  return "model";
+}
+
+TEST(Remediate, AppliesTheFirstAllowedFixToACopyAndRetries) {
+  const ConfigTree cfg = ConfigTree::parse("n_head: 16\nkv_cache_enabled: true\n");
+  auto r = remediate(cfg, build_metavoice, Policy{}, *catalog());
+  EXPECT_EQ(r.value, "model");
+  EXPECT_EQ(r.report.calls, 2);
+  EXPECT_EQ(r.config.dump(), "n_head: 16\nkv_cache_enabled: false\n");
+  EXPECT_EQ(cfg.dump(), "n_head: 16\nkv_cache_enabled: true\n");  // caller's config untouched
+  const auto changes = r.report.applied_changes();
+  ASSERT_EQ(changes.size(), 1u);
+  EXPECT_EQ(to_string(changes[0].path), "kv_cache_enabled");
+  EXPECT_EQ(changes[0].before->text, "true");
+  EXPECT_EQ(changes[0].after->text, "false");
+  ASSERT_EQ(r.report.decisions.size(), 2u);
+  EXPECT_EQ(r.report.decisions[0].outcome, Decision::Outcome::applied);
+  EXPECT_EQ(r.report.decisions[1].outcome, Decision::Outcome::succeeded);
+}
+
+TEST(Remediate, SuccessOnFirstCallReportsNothing) {
+  const ConfigTree cfg = ConfigTree::parse("kv_cache_enabled: false\n");
+  auto r = remediate(cfg, build_metavoice, Policy{}, *catalog());
+  EXPECT_EQ(r.report.calls, 1);
+  EXPECT_TRUE(r.report.decisions.empty());
+}
+
+TEST(Remediate, FindsNestedKeys) {
+  const ConfigTree cfg = ConfigTree::parse(R"({"generation_config": {"cache_implementation": "quantized"}})");
+  auto r = remediate(
+      cfg,
+      [](const ConfigTree& c) {
+        if (c.get({"generation_config", "cache_implementation"})->text == "quantized")
+          throw layer_error("ValueError: This model does not support the quantized cache.");
+        return 1;
+      },
+      Policy{}, *catalog());
+  EXPECT_EQ(r.config.get({"generation_config", "cache_implementation"})->text, "dynamic");
+  EXPECT_EQ(r.config.format(), ConfigTree::Format::json);
+}
+
+TEST(Remediate, AmbiguousKeyIsRefusedNotGuessed) {
+  const ConfigTree cfg = ConfigTree::parse("kv_cache_enabled: true\nstage2:\n  kv_cache_enabled: true\n");
+  try {
+    remediate(cfg, build_metavoice, Policy{}, *catalog());
+    FAIL();
+  } catch (const remediation_error& e) {
+    ASSERT_FALSE(e.report().decisions.empty());
+    const Decision& d = e.report().decisions.front();
+    EXPECT_EQ(d.outcome, Decision::Outcome::refused);
+    EXPECT_NE(d.reason.find("ambiguous"), std::string::npos) << d.reason;
+    EXPECT_NE(d.reason.find("stage2.kv_cache_enabled"), std::string::npos) << d.reason;
+  }
+}
+
+TEST(Remediate, ChangesOutputIsRefusedByDefaultAndAppliedWhenAllowed) {
+  const ConfigTree cfg = ConfigTree::parse("kv_repeat: 2\n");
+  auto build = [](const ConfigTree& c) {
+    if (c.get({"kv_repeat"})->text != "1") throw layer_error("only kv-repeat = 1 is supported");
+    return 0;
+  };
+  try {
+    remediate(cfg, build, Policy{}, *catalog());
+    FAIL();
+  } catch (const remediation_error& e) {
+    EXPECT_EQ(e.id(), "t.repeat");
+    EXPECT_NE(e.report().decisions.front().reason.find("'changes-output' is not allowed"), std::string::npos);
+    EXPECT_THROW(std::rethrow_if_nested(e), layer_error);  // the original is inside
+  }
+  Policy p;
+  p.allowed.insert(Safety::changes_output);
+  EXPECT_EQ(remediate(cfg, build, p, *catalog()).config.get({"kv_repeat"})->text, "1");
+}
+
+TEST(Remediate, ManualStepsAreNeverApplied) {
+  Policy p;
+  p.allowed = {Safety::safe, Safety::slower, Safety::changes_output, Safety::manual};
+  const Entry* e = catalog()->find("t.kv");
+  ASSERT_FALSE(e->remediation[1].fix);  // text-only step: nothing to apply
+  // A fix marked manual is refused even when the policy lists manual.
+  auto cat = testing::catalog_from(testing::file_yaml(testing::entry_yaml("t.m", "boom").replace(
+      testing::entry_yaml("t.m", "boom").find("      - text: r\n"), 16,
+      "      - text: r\n        fix: {set: {x: 1}, safety: manual}\n")));
+  const ConfigTree cfg = ConfigTree::parse("x: 0\n");
+  try {
+    remediate(cfg, [](const ConfigTree&) -> int { throw layer_error("boom"); }, p, *cat);
+    FAIL();
+  } catch (const remediation_error& err) {
+    EXPECT_NE(err.report().decisions.front().reason.find("needs a person"), std::string::npos);
+  }
+}
+
+TEST(Remediate, PinnedKeyIsNeverOverridden) {
+  Policy p;
+  p.pinned_keys = {"kv_cache_enabled"};
+  try {
+    remediate(ConfigTree::parse("kv_cache_enabled: true\n"), build_metavoice, p, *catalog());
+    FAIL();
+  } catch (const remediation_error& e) {
+    EXPECT_NE(e.report().decisions.front().reason.find("pinned"), std::string::npos);
+  }
+}
+
+TEST(Remediate, DenyAndAllowListsOfEntriesAndKeys) {
+  const ConfigTree cfg = ConfigTree::parse("kv_cache_enabled: true\n");
+  Policy deny_entry;
+  deny_entry.deny_entries = {"t.kv"};
+  EXPECT_THROW(remediate(cfg, build_metavoice, deny_entry, *catalog()), remediation_error);
+  Policy allow_other;
+  allow_other.allow_entries = {"t.quant"};
+  EXPECT_THROW(remediate(cfg, build_metavoice, allow_other, *catalog()), remediation_error);
+  Policy deny_key;
+  deny_key.deny_keys = {"kv_cache_enabled"};
+  EXPECT_THROW(remediate(cfg, build_metavoice, deny_key, *catalog()), remediation_error);
+  Policy allow_key;
+  allow_key.allow_keys = {"kv_cache_enabled"};
+  EXPECT_NO_THROW(remediate(cfg, build_metavoice, allow_key, *catalog()));
+}
+
+TEST(Remediate, ModesOffExplainSuggestAuto) {
+  const ConfigTree cfg = ConfigTree::parse("kv_cache_enabled: true\n");
+  Policy off;
+  off.mode = Mode::off;
+  EXPECT_THROW(remediate(cfg, build_metavoice, off, *catalog()), layer_error);  // untouched, same type
+
+  Policy explain;
+  explain.mode = Mode::explain;
+  try {
+    remediate(cfg, build_metavoice, explain, *catalog());
+    FAIL();
+  } catch (const remediation_error& e) {
+    EXPECT_EQ(e.id(), "t.kv");
+    EXPECT_EQ(e.report().calls, 1);
+    EXPECT_EQ(e.report().decisions.back().outcome, Decision::Outcome::explained);
+  }
+
+  Policy suggest;
+  suggest.mode = Mode::suggest;
+  try {
+    remediate(cfg, build_metavoice, suggest, *catalog());
+    FAIL();
+  } catch (const remediation_error& e) {
+    EXPECT_EQ(e.report().calls, 1);  // nothing retried
+    const Decision& d = e.report().decisions.back();
+    EXPECT_EQ(d.outcome, Decision::Outcome::suggested);
+    ASSERT_EQ(d.changes.size(), 1u);  // but the fix it would apply is reported
+    EXPECT_EQ(d.changes[0].after->text, "false");
+  }
+
+  Policy per_entry;  // auto by default, explain for this entry
+  per_entry.entry_modes["t.kv"] = Mode::explain;
+  EXPECT_THROW(remediate(cfg, build_metavoice, per_entry, *catalog()), remediation_error);
+}
+
+TEST(Remediate, NeverTheSameFixTwiceAndStopsOnTheSameError) {
+  // The build keeps failing with the same error whatever the config says.
+  int calls = 0;
+  auto stubborn = [&](const ConfigTree&) -> int {
+    ++calls;
+    throw layer_error("This model does not support the quantized cache.");
+  };
+  try {
+    remediate(ConfigTree::parse("cache_implementation: quantized\n"), stubborn, Policy{}, *catalog());
+    FAIL();
+  } catch (const remediation_error& e) {
+    EXPECT_EQ(calls, 2);  // one fix, then the same error: stop
+    EXPECT_EQ(e.report().decisions.back().outcome, Decision::Outcome::gave_up);
+    EXPECT_NE(e.report().decisions.back().reason.find("same error came back"), std::string::npos);
+    EXPECT_EQ(e.report().errors.size(), 2u);
+  }
+}
+
+TEST(Remediate, RetryBoundIsHonoured) {
+  // Each fix leads to the next error; with max_retries 1 the second stops it.
+  auto chain = [](const ConfigTree& c) {
+    if (is_true(c, "kv_cache_enabled")) throw layer_error("kv_cache_enabled=true is not supported");
+    if (c.get({"cache_implementation"})->text == "quantized") throw layer_error("does not support the quantized cache");
+    return 7;
+  };
+  const ConfigTree cfg = ConfigTree::parse("kv_cache_enabled: true\ncache_implementation: quantized\n");
+  EXPECT_EQ(remediate(cfg, chain, Policy{}, *catalog()).report.calls, 3);
+  Policy p;
+  p.max_retries = 1;
+  try {
+    remediate(cfg, chain, p, *catalog());
+    FAIL();
+  } catch (const remediation_error& e) {
+    EXPECT_EQ(e.id(), "t.quant");
+    EXPECT_NE(e.report().decisions.back().reason.find("retry bound (1)"), std::string::npos);
+  }
+}
+
+TEST(Remediate, BundleAppliesWholeOrNotAtAll) {
+  auto build = [](const ConfigTree& c) {
+    if (is_true(c, "use_flash_attn")) throw layer_error("flash attention needs fp16 cache, got int8");
+    return 1;
+  };
+  auto r = remediate(ConfigTree::parse("use_flash_attn: true\nkv_cache_dtype: int8\n"), build, Policy{}, *catalog());
+  EXPECT_EQ(r.config.get({"kv_cache_dtype"})->text, "auto");  // the required change came along
+  EXPECT_EQ(r.config.get({"use_flash_attn"})->text, "false");
+}
+
+TEST(Remediate, ConflictRefusesTheBundleAndTheNextStepIsTried) {
+  ActionRegistry actions;
+  int fallbacks = 0;
+  actions.add("fallback-manual-attention", [&](ConfigAccess& c, const Diagnosis&) {
+    ++fallbacks;
+    c.set({"use_flash_attn"}, {Value::Type::boolean, "false"});
+  });
+  Policy p;
+  p.actions = &actions;
+  auto build = [](const ConfigTree& c) {
+    if (is_true(c, "use_flash_attn")) throw layer_error("flash attention needs fp16 cache, got int8");
+    return 1;
+  };
+  auto r = remediate(ConfigTree::parse("use_flash_attn: true\nstrict_kernels: true\nkv_cache_dtype: int8\n"), build, p,
+                     *catalog());
+  EXPECT_EQ(fallbacks, 1);
+  EXPECT_EQ(r.config.get({"kv_cache_dtype"})->text, "int8");  // bundle not applied
+  EXPECT_NE(r.report.decisions[0].reason.find("conflicts with strict_kernels = true"), std::string::npos);
+  EXPECT_EQ(r.report.decisions[1].outcome, Decision::Outcome::applied);
+}
+
+TEST(Remediate, UnregisteredOrThrowingHostActionFailsTheStepCleanly) {
+  ActionRegistry actions;
+  actions.add("fallback-manual-attention", [](ConfigAccess& c, const Diagnosis&) {
+    c.set({"half_done"}, {Value::Type::boolean, "true"});
+    throw std::runtime_error("no manual kernel on this device");
+  });
+  Policy p;
+  p.actions = &actions;
+  const ConfigTree cfg = ConfigTree::parse("use_flash_attn: true\nstrict_kernels: true\n");
+  try {
+    remediate(cfg, [](const ConfigTree&) -> int { throw layer_error("flash attention needs fp16 cache, got int8"); }, p,
+              *catalog());
+    FAIL();
+  } catch (const remediation_error& e) {
+    const auto& ds = e.report().decisions;
+    ASSERT_GE(ds.size(), 2u);
+    EXPECT_EQ(ds[1].outcome, Decision::Outcome::failed);
+    EXPECT_NE(ds[1].reason.find("no manual kernel"), std::string::npos);
+  }
+  EXPECT_FALSE(cfg.get({"half_done"}));  // the caller's config never saw the half-made change
+  Policy none;  // no registry at all
+  try {
+    remediate(cfg, [](const ConfigTree&) -> int { throw layer_error("flash attention needs fp16 cache, got int8"); },
+              none, *catalog());
+  } catch (const remediation_error& e) {
+    EXPECT_NE(e.report().decisions[1].reason.find("'fallback-manual-attention' is not registered"), std::string::npos);
+  }
+}
+
+TEST(Remediate, UnknownErrorPassesThroughUnchanged) {
+  EXPECT_THROW(remediate(ConfigTree::parse("a: 1\n"), [](const ConfigTree&) -> int { throw std::out_of_range("x"); },
+                         Policy{}, *catalog()),
+               std::out_of_range);
+}
+
+TEST(Remediate, UnknownErrorAfterAFixKeepsTheHistory) {
+  auto build = [](const ConfigTree& c) -> int {
+    if (is_true(c, "kv_cache_enabled")) throw layer_error("kv_cache_enabled=true is not supported");
+    throw std::out_of_range("weights file truncated");
+  };
+  try {
+    remediate(ConfigTree::parse("kv_cache_enabled: true\n"), build, Policy{}, *catalog());
+    FAIL();
+  } catch (const remediation_error& e) {
+    EXPECT_EQ(e.report().calls, 2);
+    EXPECT_THROW(std::rethrow_if_nested(e), std::out_of_range);  // the last error is inside
+    EXPECT_THROW(std::rethrow_exception(e.report().errors.front()), layer_error);  // and the first one
+    EXPECT_NE(std::string(e.what()).find("weights file truncated"), std::string::npos);
+  }
+}
+
+TEST(Remediate, ValuesComputedFromCaptures) {
+  Policy p;
+  p.allowed.insert(Safety::changes_output);
+  auto r = remediate(
+      ConfigTree::parse("num_kv_heads: 3\n"),
+      [](const ConfigTree& c) {
+        if (c.get({"num_kv_heads"})->text == "3") throw layer_error("head count 8 does not divide [A, 3]");
+        return 0;
+      },
+      p, *catalog());
+  EXPECT_EQ(*r.config.get({"num_kv_heads"}), (Value{Value::Type::integer, "8"}));
+  EXPECT_EQ(*r.config.get({"note"}), (Value{Value::Type::string, "kv was [a, 3]"}));
+}
+
+TEST(ResolveValue, ConversionsAndErrors) {
+  const Diagnosis d = *catalog()->diagnose("head count 8 does not divide [1, 32, 7]");
+  EXPECT_EQ(resolve_value({Value::Type::string, "{kv:dim1}"}, d), (Value{Value::Type::integer, "32"}));
+  EXPECT_EQ(resolve_value({Value::Type::string, "h={heads}"}, d), (Value{Value::Type::string, "h=8"}));
+  EXPECT_EQ(resolve_value({Value::Type::string, "{{literal}}"}, d), (Value{Value::Type::string, "{literal}"}));
+  EXPECT_EQ(resolve_value({Value::Type::boolean, "false"}, d), (Value{Value::Type::boolean, "false"}));
+  EXPECT_THROW(resolve_value({Value::Type::string, "{nope}"}, d), config_error);
+  EXPECT_THROW(resolve_value({Value::Type::string, "{kv:dim9}"}, d), config_error);
+  EXPECT_THROW(resolve_value({Value::Type::string, "{kv:weird}"}, d), config_error);
+}
+
+struct MetavoiceConfig {
+  bool kv_cache_enabled = true;
+  int n_head = 16;
+  std::string attn = "TorchAttn";
+};
+
+TEST(Remediate, TypedStructConfig) {
+  auto bindings = std::make_shared<Bindings<MetavoiceConfig>>();
+  bindings->bind("kv_cache_enabled", &MetavoiceConfig::kv_cache_enabled).bind("n_head", &MetavoiceConfig::n_head);
+  const TypedConfig<MetavoiceConfig> cfg(MetavoiceConfig{}, bindings);
+  auto r = remediate(
+      cfg,
+      [](const TypedConfig<MetavoiceConfig>& c) {
+        if (c.value().kv_cache_enabled) throw layer_error("kv_cache_enabled=true is not supported");
+        return c.value().n_head;
+      },
+      Policy{}, *catalog());
+  EXPECT_EQ(r.value, 16);
+  EXPECT_FALSE(r.config.value().kv_cache_enabled);
+  EXPECT_TRUE(cfg.value().kv_cache_enabled);  // caller's struct untouched
+}
+
+TEST(Remediate, AuditCallbackAndMetrics) {
+  Metrics metrics;
+  std::vector<std::string> audit;
+  Policy p;
+  p.metrics = &metrics;
+  p.on_decision = [&](const Decision& d) { audit.push_back(d.to_json()); };
+  remediate(ConfigTree::parse("kv_cache_enabled: true\n"), build_metavoice, p, *catalog());
+  ASSERT_EQ(audit.size(), 2u);
+  for (const char* field : {"\"time\": \"", "\"attempt\": 1", "\"entry\": \"t.kv\"", "\"step\": 0",
+                            "\"fix\": {\"set\": {\"kv_cache_enabled\": false}}", "\"safety\": \"slower\"",
+                            "\"mode\": \"auto\"", "\"outcome\": \"applied\"",
+                            "\"changes\": [{\"path\": \"kv_cache_enabled\", \"before\": true, \"after\": false}]"})
+    EXPECT_NE(audit[0].find(field), std::string::npos) << field << "\n" << audit[0];
+  EXPECT_NE(audit[1].find("\"outcome\": \"succeeded\""), std::string::npos);
+  EXPECT_EQ(metrics.value("t.kv", Decision::Outcome::applied), 1u);
+  EXPECT_EQ(metrics.value("t.kv", Decision::Outcome::succeeded), 1u);
+  const std::string prom = metrics.prometheus();
+  EXPECT_NE(prom.find("# TYPE errshim_decisions_total counter\n"), std::string::npos);
+  EXPECT_NE(prom.find("errshim_decisions_total{entry=\"t.kv\",outcome=\"applied\"} 1\n"), std::string::npos) << prom;
+}
+
+TEST(Remediate, ThrowingObserverDoesNotBreakRecovery) {
+  Policy p;
+  p.on_decision = [](const Decision&) { throw std::runtime_error("log sink down"); };
+  EXPECT_EQ(remediate(ConfigTree::parse("kv_cache_enabled: true\n"), build_metavoice, p, *catalog()).value, "model");
+}
+
+TEST(Preflight, ReportsKnownErrorsAheadOnlyWhenTheConfigSaysSo) {
+  const auto findings = check(ConfigTree::parse("kv_cache_enabled: true\n"), *catalog());
+  ASSERT_EQ(findings.size(), 1u);
+  EXPECT_EQ(findings[0].entry->id, "t.kv");
+  EXPECT_EQ(to_string(findings[0].because[0].first), "kv_cache_enabled");
+  EXPECT_TRUE(check(ConfigTree::parse("kv_cache_enabled: false\n"), *catalog()).empty());
+  EXPECT_TRUE(check(ConfigTree::parse("other: 1\n"), *catalog()).empty());  // absent key: cannot tell
+}
+
+TEST(Preflight, EncoderDecoderByConfigOrByModelName) {
+  const ConfigTree enc = ConfigTree::parse(R"({"is_encoder_decoder": true, "generation_config": {"cache_implementation": "quantized"}})");
+  ASSERT_EQ(check(enc, *catalog()).size(), 1u);
+  const ConfigTree named = ConfigTree::parse("cache_implementation: quantized\n");
+  EXPECT_TRUE(check(named, *catalog()).empty());
+  EXPECT_EQ(check(named, *catalog(), Context::parse("model=openai/whisper-tiny")).size(), 1u);
+  EXPECT_TRUE(check(named, *catalog(), Context::parse("model=meta-llama/Llama-3-8B")).empty());
+}
+
+}  // namespace
+}  // namespace errshim
