@@ -122,6 +122,72 @@ TEST(Cli, ListPrintsEveryEntryOnce) {
   EXPECT_NE(r.out.find("transformers.generation.quantized_cache_unsupported"), std::string::npos);
 }
 
+std::string write_temp(const std::string& name, const std::string& text) {
+  const auto f = std::filesystem::temp_directory_path() / name;
+  std::ofstream(f) << text;
+  return f.string();
+}
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path);
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+const char* kQuantized =
+    "ValueError: This model does not support the quantized cache. If you want your model to support quantized cache, "
+    "please open an issue and tag @zucchini-nlp.";
+
+TEST(Cli, FixAppliesSafeFixToNestedJsonKeyAndKeepsJson) {
+  const std::string json =
+      "{\n  \"max_new_tokens\": 64,\n  \"generation_config\": {\n    \"cache_implementation\": \"quantized\",\n"
+      "    \"num_beams\": 1\n  }\n}\n";
+  const std::string f = write_temp("errshim_fix.json", json);
+  const CliRun r = cli("fix --config " + f + " " + quote(kQuantized));
+  EXPECT_EQ(r.code, 0);
+  std::string want = json;
+  want.replace(want.find("\"quantized\""), 11, "\"dynamic\"");
+  EXPECT_EQ(r.out, want);
+  EXPECT_EQ(read_file(f), json);  // the input file is never modified
+}
+
+TEST(Cli, FixKeepsYamlAndRefusesChangesOutputUnlessAllowed) {
+  const std::string yaml = "transformer:\n  num_heads: 8\n  kv_repeat: 2\n  context: 250\n";
+  const std::string f = write_temp("errshim_fix.yaml", yaml);
+  const CliRun refused = cli("fix --config " + f + " " + quote("only kv-repeat = 1 is supported"), "", Stderr::merge);
+  EXPECT_EQ(refused.code, 1);
+  EXPECT_NE(refused.out.find("safety class 'changes-output' is not allowed"), std::string::npos) << refused.out;
+  const CliRun applied = cli("fix --config " + f + " --allow safe,slower,changes-output " + quote("only kv-repeat = 1 is supported"));
+  EXPECT_EQ(applied.code, 0);
+  EXPECT_EQ(applied.out, "transformer:\n  num_heads: 8\n  kv_repeat: 1\n  context: 250\n");
+  const CliRun dry = cli("fix --config " + f + " --dry-run --allow changes-output " + quote("only kv-repeat = 1 is supported"));
+  EXPECT_EQ(dry.code, 0);
+  EXPECT_EQ(dry.out, "transformer.kv_repeat: 2 -> 1\n");
+}
+
+TEST(Cli, FixPinnedKeyIsRefused) {
+  const std::string f = write_temp("errshim_fix_pin.yaml", "kv_cache_enabled: true\n");
+  EXPECT_EQ(cli("fix --config " + f + " --pin kv_cache_enabled " + quote("kv_cache_enabled=true is not supported")).code, 1);
+  EXPECT_EQ(cli("fix --config " + f + " " + quote("kv_cache_enabled=true is not supported")).out, "kv_cache_enabled: false\n");
+}
+
+TEST(Cli, FixUnknownMessageOrBadConfig) {
+  const std::string f = write_temp("errshim_fix_other.yaml", "a: 1\n");
+  EXPECT_EQ(cli("fix --config " + f + " " + quote("the weather is nice")).code, 1);
+  EXPECT_EQ(cli("fix --config /nonexistent/x.yaml " + quote("only kv-repeat = 1 is supported")).code, 2);
+  EXPECT_EQ(cli("fix " + quote("only kv-repeat = 1 is supported")).code, 2);  // --config missing
+  EXPECT_EQ(cli("fix --config " + f + " --allow risky x").code, 2);
+}
+
+TEST(Cli, CheckReportsKnownErrorsAhead) {
+  const std::string bad = write_temp("errshim_check_bad.yaml", "n_head: 16\nkv_cache_enabled: true\n");
+  const CliRun r = cli("check --config " + bad);
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.out.find("will fail: candle.metavoice.kv_cache_enabled"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("because: kv_cache_enabled = true"), std::string::npos) << r.out;
+  const std::string good = write_temp("errshim_check_good.yaml", "n_head: 16\nkv_cache_enabled: false\n");
+  EXPECT_EQ(cli("check --config " + good).code, 0);
+}
+
 TEST(Cli, VersionAndHelp) {
   EXPECT_EQ(cli("--version").out.rfind("errshim ", 0), 0u);
   const CliRun h = cli("--help");

@@ -27,6 +27,15 @@ usage:
       captures it lists, no 'no_match' example is claimed by it.
   errshim list [--json] [--catalog PATH]...
       Print the entries: id, source, first line of the cause.
+  errshim fix --config FILE [--allow CLASS[,CLASS...]] [--pin KEY]... [--dry-run]
+              [--catalog PATH]... [--context K=V,...] MESSAGE | -
+      Diagnose the message and apply the first fix the policy allows to the
+      config (YAML or JSON); print the resulting config on standard output in
+      the input's format. FILE is never modified. Classes: safe, slower,
+      changes-output (default: safe,slower). With --dry-run, print the changes
+      it would make instead.
+  errshim check --config FILE [--model NAME] [--json] [--catalog PATH]... [--context K=V,...]
+      Report the known errors this config will hit, before loading anything.
   errshim --version | --help | COMMAND --help
 
 options:
@@ -38,8 +47,10 @@ options:
   --json           print JSON instead of text
 
 exit codes:
-  0  explain: the message was recognised; lint: clean; list: done
-  1  explain: nothing matched; lint: problems found
+  0  explain: recognised; lint: clean; list: done; fix: a fix was applied
+     (or, with --dry-run, would be); check: no known error ahead
+  1  explain: nothing matched; lint: problems found; fix: nothing matched or
+     no fix allowed; check: known errors ahead
   2  usage error, or a catalog that cannot be loaded
 )";
 
@@ -48,6 +59,11 @@ struct Args {
   bool json = false;
   bool with_embedded = false;
   bool help = false;
+  bool dry_run = false;
+  std::string config;
+  std::string model;
+  std::string allow;
+  std::vector<std::string> pins;
   std::vector<std::string> catalogs;
   errshim::Context context;
   std::vector<std::string> positional;
@@ -72,6 +88,15 @@ Args parse(int argc, char** argv) {
       options_done = true;
     } else if (s == "--json") {
       a.json = true;
+    } else if (s == "--dry-run") {
+      a.dry_run = true;
+    } else if (s == "--config" || s == "--model" || s == "--allow" || s == "--pin") {
+      if (i + 1 >= args.size()) throw usage_error(fmt::format("{} needs a value", s));
+      const std::string& v = args[++i];
+      if (s == "--config") a.config = v;
+      else if (s == "--model") a.model = v;
+      else if (s == "--allow") a.allow = v;
+      else a.pins.push_back(v);
     } else if (s == "--with-embedded") {
       a.with_embedded = true;
     } else if (s == "--help" || s == "-h") {
@@ -105,14 +130,99 @@ errshim::CatalogPtr catalog_for(const Args& a) {
   return b.build();
 }
 
-int explain(const Args& a) {
-  if (a.positional.empty()) throw usage_error("explain needs a MESSAGE, or '-' to read standard input");
-  std::string message;
-  if (a.positional.size() == 1 && a.positional[0] == "-") {
-    message.assign(std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>());
-  } else {
-    message = fmt::format("{}", fmt::join(a.positional, " "));
+std::string message_of(const Args& a) {
+  if (a.positional.empty()) throw usage_error(fmt::format("{} needs a MESSAGE, or '-' to read standard input", a.command));
+  if (a.positional.size() == 1 && a.positional[0] == "-")
+    return std::string(std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>());
+  return fmt::format("{}", fmt::join(a.positional, " "));
+}
+
+std::string value_text(const std::optional<errshim::Value>& v) {
+  if (!v) return "(absent)";
+  if (v->type == errshim::Value::Type::string) return errshim::json_quote(v->text);
+  return v->type == errshim::Value::Type::null ? "null" : v->text;
+}
+
+int fix(const Args& a) {
+  if (a.config.empty()) throw usage_error("fix needs --config FILE");
+  const std::string message = message_of(a);
+  errshim::Policy policy;
+  policy.context = a.context;
+  policy.mode = a.dry_run ? errshim::Mode::suggest : errshim::Mode::automatic;
+  policy.pinned_keys.insert(a.pins.begin(), a.pins.end());
+  if (!a.allow.empty()) {
+    policy.allowed.clear();
+    std::string cur;
+    for (char c : a.allow + ",") {
+      if (c != ',') {
+        cur += c;
+        continue;
+      }
+      const auto s = errshim::parse_safety(cur);
+      if (!s || *s == errshim::Safety::manual)
+        throw usage_error(fmt::format("--allow: unknown class '{}' (safe, slower, changes-output)", cur));
+      policy.allowed.insert(*s);
+      cur.clear();
+    }
   }
+  errshim::ConfigTree config = errshim::ConfigTree::load(a.config);
+  const auto catalog = catalog_for(a);
+  const auto d = catalog->diagnose(message, a.context);
+  if (!d) {
+    fmt::print(stderr, "errshim: no catalog entry matches this message; {} is unchanged\n", a.config);
+    return kNoMatch;
+  }
+  errshim::ConfigTree scratch = config;
+  const errshim::FixChoice choice = errshim::choose_fix(*d, scratch, policy);
+  for (const auto& x : choice.decisions)
+    if (x.outcome == errshim::Decision::Outcome::refused || x.outcome == errshim::Decision::Outcome::failed)
+      fmt::print(stderr, "errshim: {} step {} {}: {}\n", d->id(), *x.step + 1, errshim::to_string(x.outcome), x.reason);
+  if (!choice.step) {
+    fmt::print(stderr, "errshim: {} recognised, but no fix is allowed on this config; it is unchanged\n", d->id());
+    return kNoMatch;
+  }
+  const auto& step = d->entry->remediation[*choice.step];
+  fmt::print(stderr, "errshim: {}: {} step {} ({}): {}\n", d->id(), a.dry_run ? "would apply" : "applied",
+             *choice.step + 1, errshim::to_string(step.fix->safety), step.text);
+  if (a.dry_run) {
+    for (const auto& c : choice.changes)
+      fmt::print("{}: {} -> {}\n", errshim::to_string(c.path), value_text(c.before), value_text(c.after));
+  } else {
+    fmt::print("{}", scratch.dump());
+  }
+  return kOk;
+}
+
+int check(const Args& a) {
+  if (a.config.empty()) throw usage_error("check needs --config FILE");
+  errshim::Context context = a.context;
+  if (!a.model.empty()) context.values["model"] = a.model;
+  const errshim::ConfigTree config = errshim::ConfigTree::load(a.config);
+  const auto catalog = catalog_for(a);
+  const auto findings = errshim::check(config, *catalog, context);
+  for (const auto& f : findings) {
+    std::vector<std::string> because;
+    for (const auto& [path, v] : f.because) because.push_back(fmt::format("{} = {}", errshim::to_string(path), value_text(v)));
+    if (a.json) {
+      std::vector<std::string> quoted;
+      for (const auto& b : because) quoted.push_back(errshim::json_quote(b));
+      std::vector<std::string> steps;
+      for (const auto& r : f.entry->remediation) steps.push_back(errshim::json_quote(r.text));
+      fmt::print("{{\"id\": {}, \"because\": [{}], \"remediation\": [{}]}}\n", errshim::json_quote(f.entry->id),
+                 fmt::join(quoted, ", "), fmt::join(steps, ", "));
+      continue;
+    }
+    fmt::print("{} will fail: {}\n  because: {}\n", a.config, f.entry->id, fmt::join(because, ", "));
+    fmt::print("  cause:   {}\n", f.entry->cause.substr(0, f.entry->cause.find('\n')));
+    for (std::size_t i = 0; i < f.entry->remediation.size(); ++i)
+      fmt::print("  {}. {}\n", i + 1, f.entry->remediation[i].text.substr(0, f.entry->remediation[i].text.find('\n')));
+  }
+  if (findings.empty() && !a.json) fmt::print(stderr, "errshim: no known error ahead for {}\n", a.config);
+  return findings.empty() ? kOk : kNoMatch;
+}
+
+int explain(const Args& a) {
+  const std::string message = message_of(a);
   const auto catalog = catalog_for(a);
   const errshim::MatchResult r = catalog->match(message, a.context);
   for (const auto& p : r.problems) fmt::print(stderr, "errshim: warning: {}\n", p);
@@ -134,6 +244,9 @@ int lint(const Args& a) {
   errshim::CatalogPtr catalog;
   try {
     catalog = b.build();
+  } catch (const errshim::config_error& e) {
+    fmt::print(stderr, "errshim: {}\n", e.what());
+    return kUsage;
   } catch (const errshim::catalog_error& e) {
     for (const auto& p : e.problems()) fmt::print("{}\n", p.to_string());
     fmt::print(stderr, "errshim lint: {} problem(s); the catalog does not load\n", e.problems().size());
@@ -183,6 +296,8 @@ int run(int argc, char** argv) {
     if (a.command == "explain") return explain(a);
     if (a.command == "lint") return lint(a);
     if (a.command == "list") return list(a);
+    if (a.command == "fix") return fix(a);
+    if (a.command == "check") return check(a);
     throw usage_error(fmt::format("unknown command '{}'", a.command));
   } catch (const usage_error& e) {
     fmt::print(stderr, "errshim: {}\nrun 'errshim --help' for usage\n", e.what());
