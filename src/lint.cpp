@@ -1,42 +1,101 @@
 #include "errshim/lint.hpp"
 
+#include <map>
+#include <set>
+
 #include <fmt/format.h>
 
 namespace errshim {
 
+namespace {
+
+// Examples of one entry that a rival entry also claims (ignoring who wins).
+using Claims = std::map<std::string, std::set<std::string>>;  // rival id -> this entry's examples it claims
+
+void check_examples(const Catalog& catalog, const Entry& e, std::vector<Problem>& problems, std::size_t& won,
+                    std::size_t& lost) {
+  for (const MatchExample& ex : e.match_examples) {
+    const MatchResult r = catalog.match(ex.text, ex.context);
+    for (const std::string& p : r.problems) problems.push_back({ex.where, e.id, p});
+    if (!r.diagnosis) {
+      problems.push_back({ex.where, e.id, fmt::format("match example is not matched by any entry: '{}'", ex.text)});
+      continue;
+    }
+    if (r.diagnosis->id() != e.id) {
+      ++lost;
+      const bool claimed = catalog.claims(e.id, ex.text);
+      problems.push_back({ex.where, e.id,
+                          claimed ? fmt::format("match example is won by '{}' (raise this entry's priority, or "
+                                                "make one of them stricter)",
+                                                r.diagnosis->id())
+                                  : fmt::format("match example is not matched by this entry (it goes to '{}')",
+                                                r.diagnosis->id())});
+      continue;
+    }
+    ++won;
+    for (const Capture& want : ex.captures) {
+      const std::string* got = r.diagnosis->capture(want.name);
+      if (!got)
+        problems.push_back({ex.where, e.id, fmt::format("expected capture '{}' is missing", want.name)});
+      else if (*got != want.value)
+        problems.push_back(
+            {ex.where, e.id, fmt::format("capture '{}' is '{}', the example expects '{}'", want.name, *got, want.value)});
+    }
+  }
+  for (const NoMatchExample& ex : e.no_match_examples)
+    if (catalog.claims(e.id, ex.text))
+      problems.push_back({ex.where, e.id, fmt::format("no_match example is claimed by this entry: '{}'", ex.text)});
+}
+
+}  // namespace
+
 std::vector<Problem> lint(const Catalog& catalog) {
   std::vector<Problem> problems;
-  for (const auto& ep : catalog.entries()) {
+  const auto& entries = catalog.entries();
+
+  // Which entries claim which other entries' examples. Candidates come from
+  // the matcher itself, so this stays linear in examples times claimants.
+  std::map<std::string, Claims> claims;  // entry id -> claims on its examples
+  for (const auto& ep : entries) {
+    for (const MatchExample& ex : ep->match_examples)
+      for (const auto& rival : entries)
+        if (rival != ep && catalog.claims(rival->id, ex.text)) claims[ep->id][rival->id].insert(ex.text);
+  }
+
+  for (const auto& ep : entries) {
     const Entry& e = *ep;
-    for (const MatchExample& ex : e.match_examples) {
-      const MatchResult r = catalog.match(ex.text, ex.context);
-      for (const std::string& p : r.problems) problems.push_back({ex.where, e.id, p});
-      if (!r.diagnosis) {
-        problems.push_back({ex.where, e.id, fmt::format("match example is not matched by any entry: '{}'", ex.text)});
-        continue;
-      }
-      if (r.diagnosis->id() != e.id) {
-        const bool claimed = catalog.claims(e.id, ex.text);
-        problems.push_back({ex.where, e.id,
-                            claimed ? fmt::format("match example is won by '{}' (raise this entry's priority, or "
-                                                  "make one of them stricter)",
-                                                  r.diagnosis->id())
-                                    : fmt::format("match example is not matched by this entry (it goes to '{}')",
-                                                  r.diagnosis->id())});
-        continue;
-      }
-      for (const Capture& want : ex.captures) {
-        const std::string* got = r.diagnosis->capture(want.name);
-        if (!got)
-          problems.push_back({ex.where, e.id, fmt::format("expected capture '{}' is missing", want.name)});
-        else if (*got != want.value)
-          problems.push_back({ex.where, e.id,
-                              fmt::format("capture '{}' is '{}', the example expects '{}'", want.name, *got, want.value)});
-      }
+    std::size_t won = 0, lost = 0;
+    check_examples(catalog, e, problems, won, lost);
+
+    if (lost > 0 && won == 0) {
+      // Every example went elsewhere: the entry can never be the answer.
+      problems.push_back({e.where, e.id, "entry can never win: each of its match examples goes to another entry "
+                                         "(shadowed; give it a priority or a stricter template)"});
     }
-    for (const NoMatchExample& ex : e.no_match_examples)
-      if (catalog.claims(e.id, ex.text))
-        problems.push_back({ex.where, e.id, fmt::format("no_match example is claimed by this entry: '{}'", ex.text)});
+    if (!e.capture_names.empty()) {
+      bool pinned = false;
+      for (const MatchExample& ex : e.match_examples) pinned = pinned || !ex.captures.empty();
+      if (!pinned)
+        problems.push_back({e.where, e.id,
+                            fmt::format("no match example states the captures it expects ({}); list them on one "
+                                        "example",
+                                        fmt::join(e.capture_names, ", "))});
+    }
+    // Mutual overlap: each claims one of the other's examples, and nothing
+    // but specificity and id order decides. Scopes that differ settle it too.
+    auto mine = claims.find(e.id);
+    if (mine == claims.end()) continue;
+    for (const auto& [rival_id, texts] : mine->second) {
+      if (rival_id < e.id) continue;  // report each pair once
+      auto theirs = claims.find(rival_id);
+      if (theirs == claims.end() || !theirs->second.count(e.id)) continue;
+      const Entry* rival = catalog.find(rival_id);
+      if (!rival || rival->priority != e.priority || !rival->applies_to.empty() || !e.applies_to.empty()) continue;
+      problems.push_back({e.where, e.id,
+                          fmt::format("overlaps with '{}': each claims one of the other's examples ('{}') and no "
+                                      "priority settles it",
+                                      rival_id, *texts.begin())});
+    }
   }
   return problems;
 }

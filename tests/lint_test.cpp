@@ -28,10 +28,11 @@ TEST(Lint, ReportsMatchExampleWonByAnotherEntry) {
   std::string y = entry_yaml("lib.short", "is not supported");
   y.replace(y.find("match: ['is not supported']"), 27, "match: ['window is not supported']");
   const auto ps = lint(*catalog_from(file_yaml(y + entry_yaml("lib.long", "window is not supported"))));
-  ASSERT_EQ(ps.size(), 1u) << all(ps);
+  // Also reported: lib.short is shadowed, and the two overlap (see below).
+  ASSERT_FALSE(ps.empty());
   EXPECT_EQ(ps[0].entry_id, "lib.short");
   EXPECT_EQ(ps[0].where.line, 15);
-  EXPECT_NE(ps[0].message.find("won by 'lib.long'"), std::string::npos);
+  EXPECT_NE(ps[0].message.find("won by 'lib.long'"), std::string::npos) << all(ps);
 }
 
 TEST(Lint, ReportsMatchExampleNobodyMatches) {
@@ -59,6 +60,39 @@ TEST(Lint, ReportsNoMatchExampleClaimed) {
   EXPECT_NE(ps[0].message.find("no_match example is claimed by this entry: 'seanet lstm is not supported'"),
             std::string::npos);
   EXPECT_EQ(ps[0].where.line, 16);
+}
+
+TEST(Lint, ReportsShadowedEntryThatCanNeverWin) {
+  std::string y = entry_yaml("lib.short", "is not supported");
+  y.replace(y.find("match: ['is not supported']"), 27, "match: ['window is not supported']");
+  const auto ps = lint(*catalog_from(file_yaml(y + entry_yaml("lib.long", "window is not supported"))));
+  bool shadowed = false;
+  for (const auto& p : ps) shadowed = shadowed || (p.entry_id == "lib.short" && p.message.find("can never win") != std::string::npos);
+  EXPECT_TRUE(shadowed) << all(ps);
+}
+
+TEST(Lint, ReportsMutualOverlapWithoutPriority) {
+  // Each pattern matches the other's example: only id order would decide.
+  std::string a = entry_yaml("lib.a", "cache (full|over)");
+  a.replace(a.find("template: 'cache (full|over)'"), 29, "pattern: 'cache (full|over)'");
+  a.replace(a.find("match: ['cache (full|over)']"), 28, "match: ['cache full']");
+  std::string b = entry_yaml("lib.b", "x");
+  b.replace(b.find("template: 'x'"), 13, "pattern: 'cache (over|full)'");
+  b.replace(b.find("match: ['x']"), 12, "match: ['cache over']");
+  const auto ps = lint(*catalog_from(file_yaml(a + b)));
+  bool overlap = false;
+  for (const auto& p : ps) overlap = overlap || p.message.find("overlaps with 'lib.b'") != std::string::npos;
+  EXPECT_TRUE(overlap) << all(ps);
+  // A priority settles it.
+  std::string b2 = b + "    priority: 1\n";
+  for (const auto& p : lint(*catalog_from(file_yaml(a + b2))))
+    EXPECT_EQ(p.message.find("overlaps with"), std::string::npos) << p.to_string();
+}
+
+TEST(Lint, ReportsEntryWhoseExamplesNeverStateTheirCaptures) {
+  const auto ps = lint(*catalog_from(file_yaml(entry_yaml("lib.a", "head dim {d}"))));
+  ASSERT_EQ(ps.size(), 1u) << all(ps);
+  EXPECT_NE(ps[0].message.find("no match example states the captures it expects (d)"), std::string::npos);
 }
 
 }  // namespace
