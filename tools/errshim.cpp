@@ -1,5 +1,6 @@
 // The errshim command-line tool. It uses only the public API, like any user.
 #include <cstdio>
+#include <fstream>
 #include <iostream>
 #include <iterator>
 #include <optional>
@@ -9,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "errshim/errshim.hpp"
+#include "errshim/importer.hpp"
 
 namespace {
 
@@ -36,6 +38,9 @@ usage:
       it would make instead.
   errshim check --config FILE [--model NAME] [--json] [--catalog PATH]... [--context K=V,...]
       Report the known errors this config will hit, before loading anything.
+  errshim import FILE...
+      Convert error-database records (JSON, schemaVersion 2) into a catalog
+      file on standard output; the text is marked imported.
   errshim --version | --help | COMMAND --help
 
 options:
@@ -221,6 +226,29 @@ int check(const Args& a) {
   return findings.empty() ? kOk : kNoMatch;
 }
 
+int import_files(const Args& a) {
+  if (a.positional.empty()) throw usage_error("import needs at least one FILE ('-' for standard input)");
+  std::string all;
+  for (const std::string& f : a.positional) {
+    std::string json;
+    if (f == "-") {
+      json.assign(std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>());
+    } else {
+      std::ifstream in(f, std::ios::binary);
+      if (!in) throw usage_error(fmt::format("cannot read {}", f));
+      json.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+    }
+    std::string yaml = errshim::import_records(json, f);
+    if (!all.empty()) {  // one catalog file: append the next file's entries
+      const std::size_t at = yaml.find("entries:\n");
+      yaml = at == std::string::npos ? std::string() : yaml.substr(at + 9);
+    }
+    all += yaml;
+  }
+  fmt::print("{}", all);
+  return kOk;
+}
+
 int explain(const Args& a) {
   const std::string message = message_of(a);
   const auto catalog = catalog_for(a);
@@ -244,6 +272,9 @@ int lint(const Args& a) {
   errshim::CatalogPtr catalog;
   try {
     catalog = b.build();
+  } catch (const errshim::import_error& e) {
+    fmt::print(stderr, "errshim import: {}\n", e.what());
+    return kUsage;
   } catch (const errshim::config_error& e) {
     fmt::print(stderr, "errshim: {}\n", e.what());
     return kUsage;
@@ -298,6 +329,7 @@ int run(int argc, char** argv) {
     if (a.command == "list") return list(a);
     if (a.command == "fix") return fix(a);
     if (a.command == "check") return check(a);
+    if (a.command == "import") return import_files(a);
     throw usage_error(fmt::format("unknown command '{}'", a.command));
   } catch (const usage_error& e) {
     fmt::print(stderr, "errshim: {}\nrun 'errshim --help' for usage\n", e.what());

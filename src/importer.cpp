@@ -1,0 +1,285 @@
+#include "errshim/importer.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <vector>
+
+#include <boost/regex.hpp>
+#include <fmt/format.h>
+#include <yaml-cpp/yaml.h>
+
+#include "template.hpp"
+
+namespace errshim {
+
+std::string convert_regex(std::string_view p) {
+  std::string out;
+  out.reserve(p.size());
+  for (std::size_t i = 0; i < p.size(); ++i) {
+    const char c = p[i];
+    if (c == '\\' && i + 1 < p.size()) {
+      const char n = p[i + 1];
+      if (n == '/') {  // JavaScript escapes the delimiter; Boost needs no escape
+        out += '/';
+        ++i;
+      } else if (n == 'u' && i + 5 < p.size() && std::isxdigit(static_cast<unsigned char>(p[i + 2])) &&
+                 std::isxdigit(static_cast<unsigned char>(p[i + 3])) && std::isxdigit(static_cast<unsigned char>(p[i + 4])) &&
+                 std::isxdigit(static_cast<unsigned char>(p[i + 5]))) {
+        out += "\\x{" + std::string(p.substr(i + 2, 4)) + "}";
+        i += 5;
+      } else if (n == 'u' && i + 2 < p.size() && p[i + 2] == '{') {  // \u{1F600}
+        const std::size_t close = p.find('}', i + 3);
+        if (close == std::string_view::npos) throw import_error("unterminated \\u{...} escape");
+        out += "\\x{" + std::string(p.substr(i + 3, close - i - 3)) + "}";
+        i = close;
+      } else {
+        out += c;
+        out += n;
+        ++i;
+      }
+    } else if (p.substr(i, 4) == "(?P<") {  // Python-style named group
+      out += "(?<";
+      i += 3;
+    } else if (p.substr(i, 4) == "(?P=") {  // Python-style named backreference
+      const std::size_t close = p.find(')', i);
+      if (close == std::string_view::npos) throw import_error("unterminated (?P=name) backreference");
+      out += "\\k<" + std::string(p.substr(i + 4, close - i - 4)) + ">";
+      i = close;
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+namespace {
+
+struct RecordRef {
+  const std::string& input;
+  std::size_t index;
+  std::string id;
+  std::string where() const {
+    return fmt::format("{}: record {}{}", input, index + 1, id.empty() ? "" : fmt::format(" (id {})", id));
+  }
+};
+
+[[noreturn]] void fail(const RecordRef& r, std::string_view field, const std::string& message) {
+  throw import_error(fmt::format("{}: field '{}': {}", r.where(), field, message));
+}
+
+std::string text(const YAML::Node& rec, const RecordRef& r, const char* field, bool required = true) {
+  const YAML::Node n = rec[field];
+  if (!n || n.IsNull()) {
+    if (required) fail(r, field, "missing; it is required");
+    return {};
+  }
+  if (!n.IsScalar()) fail(r, field, "must be a string");
+  if (required && n.Scalar().empty()) fail(r, field, "must not be empty");
+  return n.Scalar();
+}
+
+std::vector<std::string> texts(const YAML::Node& rec, const RecordRef& r, const char* field, bool required) {
+  std::vector<std::string> out;
+  const YAML::Node n = rec[field];
+  if (!n || n.IsNull()) {
+    if (required) fail(r, field, "missing; it is required (a list of strings)");
+    return out;
+  }
+  if (!n.IsSequence()) fail(r, field, "must be a list of strings");
+  for (std::size_t i = 0; i < n.size(); ++i) {
+    if (!n[i].IsScalar()) fail(r, fmt::format("{}[{}]", field, i), "must be a string");
+    out.push_back(n[i].Scalar());
+  }
+  if (required && out.empty()) fail(r, field, "must list at least one entry");
+  return out;
+}
+
+std::string slug_of(std::string s) {
+  std::string out;
+  for (char c : s) {
+    const unsigned char u = static_cast<unsigned char>(c);
+    if (std::isalnum(u))
+      out += static_cast<char>(std::tolower(u));
+    else if (!out.empty() && out.back() != '-')
+      out += '-';
+  }
+  while (!out.empty() && out.back() == '-') out.pop_back();
+  return out.empty() ? "record" : out.substr(0, 64);
+}
+
+std::string kind_of(const std::string& type) {
+  const std::string t = slug_of(type);
+  for (const char* k : {"validation", "configuration", "resource", "shape-mismatch", "dtype-mismatch",
+                        "missing-dependency", "unsupported-feature", "internal"})
+    if (t == k) return k;
+  if (t.find("unsupported") != std::string::npos) return "unsupported-feature";
+  if (t.find("memory") != std::string::npos || t.find("oom") != std::string::npos) return "resource";
+  if (t.find("shape") != std::string::npos) return "shape-mismatch";
+  if (t.find("dtype") != std::string::npos || t == "type") return "dtype-mismatch";
+  if (t.find("dependency") != std::string::npos || t.find("import") != std::string::npos) return "missing-dependency";
+  if (t.find("config") != std::string::npos) return "configuration";
+  return "internal";
+}
+
+std::string severity_of(const std::string& s) {
+  const std::string t = slug_of(s);
+  for (const char* k : {"info", "warning", "error", "fatal"})
+    if (t == k) return k;
+  if (t == "critical") return "fatal";
+  if (t == "warn") return "warning";
+  return "error";
+}
+
+void emit_entry(YAML::Emitter& out, const YAML::Node& rec, const RecordRef& ref, std::vector<std::string>& seen_ids) {
+  if (!rec.IsMap()) fail(ref, "record", "must be a JSON object");
+  if (const YAML::Node v = rec["schemaVersion"]; v && v.IsScalar() && v.Scalar() != "2")
+    fail(ref, "schemaVersion", fmt::format("is {}; this importer reads schemaVersion 2", v.Scalar()));
+
+  const std::string repo = text(rec, ref, "repo");
+  const std::string message = text(rec, ref, "errorMessage");
+  const std::string path = text(rec, ref, "filePath");
+  const std::string sha = text(rec, ref, "analyzedSha");
+  const std::string error_class = text(rec, ref, "errorClass");
+  const std::string documentation = text(rec, ref, "documentation");
+  const std::string trigger = text(rec, ref, "triggerScenarios");
+  const std::vector<std::string> solutions = texts(rec, ref, "solutions", true);
+  const std::vector<std::string> tags = texts(rec, ref, "tags", false);
+  const std::string example_fix = text(rec, ref, "exampleFix", false);
+  const std::string url = text(rec, ref, "githubUrl", false);
+  int line = 0;
+  if (const YAML::Node n = rec["lineNumber"]; n && !n.IsNull()) {
+    try {
+      line = n.as<int>();
+    } catch (const YAML::Exception&) {
+      fail(ref, "lineNumber", fmt::format("expected a whole number, got '{}'", n.IsScalar() ? n.Scalar() : "?"));
+    }
+    if (line <= 0) fail(ref, "lineNumber", fmt::format("must be positive, got {}", line));
+  }
+
+  // The pattern: the record's own regex converted, else its message escaped.
+  std::string pattern;
+  const std::string source_pattern = text(rec, ref, "messagePattern", false);
+  try {
+    pattern = source_pattern.empty() ? detail::regex_escape(message) : convert_regex(source_pattern);
+  } catch (const import_error& e) {
+    fail(ref, "messagePattern", e.what());
+  }
+  try {
+    const boost::regex re(pattern, boost::regex::perl);
+    if (!boost::regex_search(message, re))
+      fail(ref, "messagePattern", fmt::format("does not match the record's own errorMessage '{}'", message));
+  } catch (const boost::regex_error& e) {
+    fail(ref, "messagePattern", fmt::format("does not compile after conversion: {} ('{}')", e.what(), pattern));
+  }
+
+  const std::string library = slug_of(repo.substr(repo.find('/') == std::string::npos ? 0 : repo.find('/') + 1));
+  std::string id = fmt::format("{}.imported.{}", library, slug_of(rec["slug"] && rec["slug"].IsScalar() ? rec["slug"].Scalar() : message));
+  for (int n = 2; std::find(seen_ids.begin(), seen_ids.end(), id) != seen_ids.end(); ++n)
+    id = fmt::format("{}.imported.{}-{}", library, slug_of(message), n);
+  seen_ids.push_back(id);
+
+  out << YAML::BeginMap;
+  out << YAML::Key << "id" << YAML::Value << id;
+  out << YAML::Comment(fmt::format("imported from record {}{}", ref.id.empty() ? "?" : ref.id, url.empty() ? "" : " " + url));
+  out << YAML::Key << "pattern" << YAML::Value << YAML::DoubleQuoted << pattern;
+  out << YAML::Key << "source" << YAML::Value << YAML::BeginMap;
+  out << YAML::Key << "repo" << YAML::Value << repo << YAML::Key << "path" << YAML::Value << path;
+  if (line > 0) out << YAML::Key << "line" << YAML::Value << line;
+  out << YAML::Key << "commit" << YAML::Value << sha;
+  if (line == 0) out << YAML::Key << "symbol" << YAML::Value << "(unknown: the record gives no line)";
+  out << YAML::EndMap;
+  out << YAML::Key << "library" << YAML::Value << library;
+  out << YAML::Key << "error_class" << YAML::Value << error_class;
+  out << YAML::Key << "kind" << YAML::Value << kind_of(text(rec, ref, "errorType", false));
+  out << YAML::Key << "severity" << YAML::Value << severity_of(text(rec, ref, "severity", false));
+  out << YAML::Key << "cause" << YAML::Value << YAML::Literal << documentation;
+  out << YAML::Key << "trigger" << YAML::Value << YAML::Literal << trigger;
+  out << YAML::Key << "remediation" << YAML::Value << YAML::BeginSeq;
+  for (const std::string& s : solutions) out << YAML::BeginMap << YAML::Key << "text" << YAML::Value << s << YAML::EndMap;
+  if (!example_fix.empty())
+    out << YAML::BeginMap << YAML::Key << "text" << YAML::Value << YAML::Literal << ("Example of the change:\n" + example_fix)
+        << YAML::EndMap;
+  out << YAML::EndSeq;
+  out << YAML::Key << "tags" << YAML::Value << YAML::Flow << YAML::BeginSeq;
+  for (const std::string& t : tags) out << t;
+  out << "imported" << YAML::EndSeq;
+  out << YAML::Key << "examples" << YAML::Value << YAML::BeginMap << YAML::Key << "match" << YAML::Value << YAML::BeginSeq
+      << YAML::DoubleQuoted << message << YAML::EndSeq << YAML::EndMap;
+  out << YAML::Key << "imported" << YAML::Value << true;
+  out << YAML::EndMap;
+}
+
+// The records of an input: a record, a {"record": ...} wrapper, an array of
+// either, or JSON lines.
+std::vector<YAML::Node> records_of(std::string_view json, const std::string& name) {
+  std::vector<YAML::Node> docs;
+  auto parse = [&](std::string_view text, std::size_t line) {
+    try {
+      docs.push_back(YAML::Load(std::string(text)));
+    } catch (const YAML::Exception& e) {
+      throw import_error(fmt::format("{}:{}:{}: not valid JSON: {}", name, line + e.mark.line + 1, e.mark.column + 1, e.msg));
+    }
+  };
+  const std::size_t first = json.find_first_not_of(" \t\r\n");
+  if (first == std::string_view::npos) throw import_error(fmt::format("{}: no records", name));
+  // JSON lines: several top-level objects, one per line.
+  std::size_t lines = 0, objects = 0;
+  for (std::size_t pos = 0; pos < json.size();) {
+    std::size_t end = json.find('\n', pos);
+    if (end == std::string_view::npos) end = json.size();
+    const std::string_view l = json.substr(pos, end - pos);
+    const std::size_t nb = l.find_first_not_of(" \t\r");
+    if (nb != std::string_view::npos && l[nb] == '{' && l.find_last_not_of(" \t\r") != std::string_view::npos &&
+        l[l.find_last_not_of(" \t\r")] == '}')
+      ++objects;
+    ++lines;
+    pos = end + 1;
+  }
+  if (objects > 1) {
+    std::size_t n = 0;
+    for (std::size_t pos = 0; pos < json.size(); ++n) {
+      std::size_t end = json.find('\n', pos);
+      if (end == std::string_view::npos) end = json.size();
+      const std::string_view l = json.substr(pos, end - pos);
+      if (l.find_first_not_of(" \t\r") != std::string_view::npos) parse(l, n);
+      pos = end + 1;
+    }
+  } else {
+    parse(json, 0);
+  }
+  std::vector<YAML::Node> out;
+  for (const YAML::Node& d : docs) {
+    if (d.IsSequence())
+      for (const auto& item : d) out.push_back(item);
+    else
+      out.push_back(d);
+  }
+  for (YAML::Node& n : out)
+    if (n.IsMap() && n["record"] && n["record"].IsMap()) n = n["record"];
+  (void)lines;
+  return out;
+}
+
+}  // namespace
+
+std::string import_records(std::string_view json, const std::string& name) {
+  const std::vector<YAML::Node> records = records_of(json, name);
+  YAML::Emitter out;
+  out << YAML::Comment(fmt::format("Imported by errshim import from {}. The cause, trigger and remediation text is the "
+                                   "error database's (imported: true), not errshim's.",
+                                   name));
+  out << YAML::BeginMap;
+  out << YAML::Key << "schema" << YAML::Value << 1;
+  out << YAML::Key << "entries" << YAML::Value << YAML::BeginSeq;
+  std::vector<std::string> ids;
+  for (std::size_t i = 0; i < records.size(); ++i) {
+    const YAML::Node& rec = records[i];
+    RecordRef ref{name, i, rec.IsMap() && rec["id"] && rec["id"].IsScalar() ? rec["id"].Scalar() : ""};
+    emit_entry(out, rec, ref, ids);
+  }
+  out << YAML::EndSeq << YAML::EndMap;
+  if (!out.good()) throw import_error(fmt::format("{}: could not write YAML: {}", name, out.GetLastError()));
+  return std::string(out.c_str()) + "\n";
+}
+
+}  // namespace errshim
