@@ -83,8 +83,9 @@ TEST(ScopedMatching, LintUsesTheExampleContext) {
   // The scoped entries' only match example is the bare text: without its own
   // context it is won by the general entry, and lint says so.
   auto problems = lint(*scoped_catalog());
-  ASSERT_EQ(problems.size(), 2u);
-  EXPECT_NE(problems[0].message.find("won by 'lib.cache.general'"), std::string::npos);
+  std::size_t won_by_general = 0;
+  for (const auto& p : problems) won_by_general += p.message.find("won by 'lib.cache.general'") != std::string::npos;
+  EXPECT_EQ(won_by_general, 2u);
   const auto fixed = testing::catalog_from(testing::file_yaml(
       testing::entry_yaml("lib.cache.general", "quantized cache unsupported") +
       "  - id: lib.cache.new\n    template: 'quantized cache unsupported'\n    source: {path: a.py, line: 1}\n"

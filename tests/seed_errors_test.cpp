@@ -134,3 +134,29 @@ TEST(SeedErrorSiblings, AreNotConfusedWithEachOther) {
 
 }  // namespace
 }  // namespace errshim
+
+namespace errshim {
+namespace {
+
+// The quantized-cache text is the same across versions while its cause
+// changed: the version in the context picks the explanation; without one the
+// general entry answers.
+TEST(QuantizedCacheScope, VersionInContextPicksTheExplanation) {
+  const std::string msg =
+      "ValueError: This model does not support the quantized cache. If you want your model to support quantized "
+      "cache, please open an issue and tag @zucchini-nlp.";
+  const std::string base = "transformers.generation.quantized_cache_unsupported";
+  EXPECT_EQ(diagnose(msg)->id(), base);
+  EXPECT_EQ(diagnose(msg, *Catalog::embedded(), Context::parse("transformers=4.57.1"))->id(), base + ".encoder_decoder");
+  EXPECT_EQ(diagnose(msg, *Catalog::embedded(), Context::parse("transformers=4.54.0"))->id(), base + ".encoder_decoder");
+  EXPECT_EQ(diagnose(msg, *Catalog::embedded(), Context::parse("transformers=4.50"))->id(), base + ".model_flag");
+  EXPECT_EQ(diagnose(msg, *Catalog::embedded(), Context::parse("device=cuda"))->id(), base);
+  // The older text without the tag is its own error.
+  EXPECT_EQ(diagnose("This model does not support the quantized cache. If you want your model to support quantized "
+                     "cache, please open an issue.")
+                ->id(),
+            base + "_untagged");
+}
+
+}  // namespace
+}  // namespace errshim
