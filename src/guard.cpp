@@ -30,7 +30,9 @@ std::string exception_text(std::exception_ptr error) {
   return out;
 }
 
-void rethrow_translated(const Catalog& catalog) {
+void rethrow_translated(const Catalog& catalog) { rethrow_translated(catalog, Context{}); }
+
+void rethrow_translated(const Catalog& catalog, const Context& context) {
   std::exception_ptr current = std::current_exception();
   if (!current) throw std::logic_error("errshim::rethrow_translated called outside a catch block");
   std::optional<Diagnosis> d;
@@ -39,7 +41,7 @@ void rethrow_translated(const Catalog& catalog) {
   } catch (const translated_error&) {
     throw;  // already explained; translating twice would bury the original
   } catch (const std::exception&) {
-    d = catalog.diagnose(exception_text(current));
+    d = catalog.diagnose(exception_text(current), context);
   } catch (...) {
     // Not a std::exception: errshim cannot read it, so it passes untouched.
   }

@@ -335,6 +335,11 @@ Value resolve_value(const Value& value, const Diagnosis& d) {
     out += v;
     i = close;
   }
+  // A value that is one bare placeholder holding a whole number ("{num_beams}"
+  // from "... 4 beams") is that number, not text.
+  if (placeholders == 1 && s.front() == '{' && s.back() == '}' && s.find('{', 1) == std::string::npos && !out.empty() &&
+      std::all_of(out.begin(), out.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); }))
+    whole_numeric = true;
   return {whole_numeric && placeholders == 1 ? Value::Type::integer : Value::Type::string, out};
 }
 

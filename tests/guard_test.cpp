@@ -88,6 +88,23 @@ TEST(Guard, AlreadyTranslatedErrorIsNotTranslatedTwice) {
   }
 }
 
+TEST(Guard, ContextSelectsTheScopedEntry) {
+  const auto scoped = testing::catalog_from(testing::file_yaml(
+      testing::entry_yaml("lib.general", "cache dtype mismatch") +
+      testing::entry_yaml("lib.kv", "cache dtype mismatch", "    applies_to: {component: kv-cache}\n")));
+  auto fail = [] { throw layer_error("cache dtype mismatch"); };
+  try {
+    guard(fail, *scoped, Context::parse("component=kv-cache"));
+  } catch (const translated_error& e) {
+    EXPECT_EQ(e.id(), "lib.kv");
+  }
+  try {
+    guard(fail, *scoped);
+  } catch (const translated_error& e) {
+    EXPECT_EQ(e.id(), "lib.general");
+  }
+}
+
 TEST(RethrowTranslated, TranslatesInsideCatchAll) {
   try {
     try {

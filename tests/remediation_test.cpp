@@ -391,6 +391,8 @@ TEST(ResolveValue, ConversionsAndErrors) {
   const Diagnosis d = *catalog()->diagnose("head count 8 does not divide [1, 32, 7]");
   EXPECT_EQ(resolve_value({Value::Type::string, "{kv:dim1}"}, d), (Value{Value::Type::integer, "32"}));
   EXPECT_EQ(resolve_value({Value::Type::string, "h={heads}"}, d), (Value{Value::Type::string, "h=8"}));
+  EXPECT_EQ(resolve_value({Value::Type::string, "{heads}"}, d), (Value{Value::Type::integer, "8"}));
+  EXPECT_EQ(resolve_value({Value::Type::string, "{kv}"}, d), (Value{Value::Type::string, "[1, 32, 7]"}));
   EXPECT_EQ(resolve_value({Value::Type::string, "{{literal}}"}, d), (Value{Value::Type::string, "{literal}"}));
   EXPECT_EQ(resolve_value({Value::Type::boolean, "false"}, d), (Value{Value::Type::boolean, "false"}));
   EXPECT_THROW(resolve_value({Value::Type::string, "{nope}"}, d), config_error);

@@ -26,6 +26,7 @@ namespace errshim {
 // exception unchanged when the catalog does not recognise it. An exception
 // already translated is rethrown as it is. Outside a handler it throws
 // std::logic_error.
+[[noreturn]] void rethrow_translated(const Catalog& catalog, const Context& context);
 [[noreturn]] void rethrow_translated(const Catalog& catalog);
 [[noreturn]] void rethrow_translated();  // the embedded catalog
 
@@ -42,6 +43,17 @@ std::invoke_result_t<F&> guard(F&& f, const Catalog& catalog) {
     return std::invoke(f);
   } catch (...) {
     rethrow_translated(catalog);
+  }
+}
+
+// With what the host knows (library versions, device): entries scoped to it
+// are preferred, entries it contradicts are passed over.
+template <class F>
+std::invoke_result_t<F&> guard(F&& f, const Catalog& catalog, const Context& context) {
+  try {
+    return std::invoke(f);
+  } catch (...) {
+    rethrow_translated(catalog, context);
   }
 }
 
