@@ -1,0 +1,118 @@
+# The C interface as a shared library, errshim_c, for FFI callers: the Python
+# package (ctypes) and the Rust example load or link this one file. It carries
+# the static errshim inside it and exports only the errshim_* C functions, so
+# a host process never sees errshim's C++ symbols (nor clashes with its own
+# copy of them).
+#
+# Included from the top CMakeLists.txt after the errshim target and tools/.
+
+option(ERRSHIM_BUILD_C_API "Build errshim_c, the shared library with the C interface" ${ERRSHIM_MASTER_PROJECT})
+if(NOT ERRSHIM_BUILD_C_API)
+  return()
+endif()
+
+# c_api.cpp is also in the static errshim (for C++ hosts that want the C
+# calls); compiling it into errshim_c too makes the linker keep it, where an
+# archive member nothing refers to would be dropped.
+add_library(errshim_c SHARED ${PROJECT_SOURCE_DIR}/src/c_api.cpp)
+add_library(errshim::errshim_c ALIAS errshim_c)
+set_target_properties(errshim_c PROPERTIES
+  OUTPUT_NAME errshim_c
+  VERSION ${PROJECT_VERSION}
+  SOVERSION ${PROJECT_VERSION_MAJOR}
+  CXX_EXTENSIONS OFF
+  CXX_VISIBILITY_PRESET hidden
+  VISIBILITY_INLINES_HIDDEN ON)
+target_compile_features(errshim_c PRIVATE cxx_std_17)
+target_link_libraries(errshim_c PRIVATE errshim $<BUILD_INTERFACE:errshim_warnings>)
+target_include_directories(errshim_c INTERFACE
+  $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}/include> $<INSTALL_INTERFACE:include>)
+
+if(CMAKE_SYSTEM_NAME MATCHES "Linux|BSD")
+  # The static errshim was compiled with default visibility; the version
+  # script is what keeps its symbols out of the dynamic table.
+  set(_errshim_c_map ${PROJECT_BINARY_DIR}/errshim_c.map)
+  file(WRITE ${_errshim_c_map} "{\n  global: errshim_*;\n  local: *;\n};\n")
+  target_link_options(errshim_c PRIVATE "LINKER:--version-script=${_errshim_c_map}" "LINKER:--no-undefined")
+  set_property(TARGET errshim_c APPEND PROPERTY LINK_DEPENDS ${_errshim_c_map})
+endif()
+
+if(NOT ERRSHIM_BUILD_TESTS)
+  return()
+endif()
+
+# The header must stay plain C11: compile it alone as C, warnings as errors.
+find_program(ERRSHIM_C_COMPILER NAMES cc gcc clang)
+if(ERRSHIM_C_COMPILER)
+  add_test(NAME c_api.header_is_c11
+           COMMAND ${ERRSHIM_C_COMPILER} -std=c11 -Wall -Wextra -Wpedantic -Werror -fsyntax-only -x c
+                   ${PROJECT_SOURCE_DIR}/include/errshim/c_api.h)
+  set_tests_properties(c_api.header_is_c11 PROPERTIES LABELS bindings)
+endif()
+
+# Under ERRSHIM_SANITIZE, errshim_c needs the sanitizer runtime loaded before
+# anything else; a python3 or a Rust program that loads errshim_c was not
+# built with it, so the runtime is preloaded for them (and leak checks are
+# off: the interpreter keeps its memory until exit on purpose).
+set(ERRSHIM_FFI_TEST_ENV "")
+if(ERRSHIM_SANITIZE)
+  set(_errshim_runtimes "")
+  if(ERRSHIM_SANITIZE MATCHES "address")
+    list(APPEND _errshim_runtimes libasan.so)
+  elseif(ERRSHIM_SANITIZE MATCHES "thread")
+    list(APPEND _errshim_runtimes libtsan.so)
+  endif()
+  if(ERRSHIM_SANITIZE MATCHES "undefined")
+    list(APPEND _errshim_runtimes libubsan.so)
+  endif()
+  set(_errshim_preload "")
+  foreach(_rt IN LISTS _errshim_runtimes)
+    execute_process(COMMAND ${CMAKE_CXX_COMPILER} -print-file-name=${_rt} OUTPUT_VARIABLE _rt_path
+                    OUTPUT_STRIP_TRAILING_WHITESPACE)
+    list(APPEND _errshim_preload ${_rt_path})
+  endforeach()
+  string(REPLACE ";" ":" _errshim_preload "${_errshim_preload}")
+  set(ERRSHIM_FFI_TEST_ENV "LD_PRELOAD=${_errshim_preload}" "ASAN_OPTIONS=detect_leaks=0")
+endif()
+
+# The Python package on real Python exceptions, against this build's library.
+find_package(Python3 COMPONENTS Interpreter)
+if(Python3_Interpreter_FOUND)
+  add_test(NAME python.unittest
+           COMMAND ${Python3_EXECUTABLE} -m unittest discover -s tests -v
+           WORKING_DIRECTORY ${PROJECT_SOURCE_DIR}/python)
+  set(_errshim_python_env ERRSHIM_LIBRARY=$<TARGET_FILE:errshim_c> PYTHONPATH=${PROJECT_SOURCE_DIR}/python
+      PYTHONDONTWRITEBYTECODE=1 ${ERRSHIM_FFI_TEST_ENV})
+  set_tests_properties(python.unittest PROPERTIES LABELS "bindings;python" ENVIRONMENT "${_errshim_python_env}")
+else()
+  message(STATUS "errshim: python3 not found, the Python binding tests are skipped")
+endif()
+
+# The Rust example: extern "C" declarations, no crates, built by rustc alone.
+find_program(ERRSHIM_RUSTC rustc)
+if(ERRSHIM_RUSTC)
+  # In a folder of its own: a file named like its target confuses make.
+  set(_errshim_rust_example ${PROJECT_BINARY_DIR}/examples/rust/errshim_rust_example)
+  add_custom_command(
+    OUTPUT ${_errshim_rust_example}
+    COMMAND ${CMAKE_COMMAND} -E make_directory ${PROJECT_BINARY_DIR}/examples/rust
+    # MAKEFLAGS names make's jobserver, whose descriptors a custom command
+    # does not inherit; rustc would warn about it.
+    COMMAND ${CMAKE_COMMAND} -E env --unset=MAKEFLAGS --unset=MFLAGS --unset=CARGO_MAKEFLAGS
+            ${ERRSHIM_RUSTC} --edition 2021 --crate-name errshim_rust_example --crate-type bin
+            -L native=$<TARGET_FILE_DIR:errshim_c> -l dylib=errshim_c
+            -C link-arg=-Wl,-rpath,$<TARGET_FILE_DIR:errshim_c>
+            -o ${_errshim_rust_example} ${PROJECT_SOURCE_DIR}/examples/rust/main.rs
+    DEPENDS errshim_c ${PROJECT_SOURCE_DIR}/examples/rust/main.rs
+    COMMENT "Building the Rust example with rustc"
+    VERBATIM)
+  add_custom_target(errshim_rust_example ALL DEPENDS ${_errshim_rust_example})
+  add_test(NAME rust.example COMMAND ${_errshim_rust_example})
+  set_tests_properties(rust.example PROPERTIES
+    LABELS "bindings;rust"
+    ENVIRONMENT "${ERRSHIM_FFI_TEST_ENV}"
+    # The program checks what it read and prints this line only when all is right.
+    PASS_REGULAR_EXPRESSION "errshim_rust_example: OK candle\\.sdpa\\.unsupported_head_dim")
+else()
+  message(STATUS "errshim: rustc not found, the Rust example is skipped")
+endif()

@@ -1,0 +1,464 @@
+"""errshim for Python: what an inference error means, and what to do about it.
+
+    import errshim
+
+    d = errshim.diagnose(message)            # a Diagnosis, or None if unknown
+    print(d.id, d.cause, d.remediation[0].text)
+
+    try:
+        model.generate(**inputs, cache_implementation="quantized")
+    except Exception as exc:
+        d = errshim.explain(exc)              # reads the whole traceback
+
+    with errshim.translate():                 # recognised errors come out enriched
+        model.generate(...)                   # -> errshim.TranslatedError (still a ValueError, ...)
+
+    r = errshim.fix_config(open("generation_config.json").read(), message)
+    if r.applied: print(r.config)
+
+A thin layer (ctypes, standard library only) over errshim's C interface in
+the shared library errshim_c; see _native.find_library() for where it is
+looked for, or set ERRSHIM_LIBRARY to its path.
+"""
+
+import contextlib
+import ctypes
+import json
+import sys
+import threading
+import traceback
+import weakref
+
+from . import _native
+from ._native import LibraryNotFound
+
+__all__ = [
+    "Catalog",
+    "Diagnosis",
+    "ErrshimError",
+    "FixResult",
+    "LibraryNotFound",
+    "Remediation",
+    "TranslatedError",
+    "diagnose",
+    "exception_text",
+    "explain",
+    "fix_config",
+    "library_path",
+    "translate",
+    "translated",
+    "version",
+]
+
+_lib = None
+_lib_path = None
+_lib_lock = threading.Lock()
+
+
+def _library():
+    # Loaded on first use, so `import errshim` never fails on its own and the
+    # error, if any, comes where the library is first needed.
+    global _lib, _lib_path
+    if _lib is None:
+        with _lib_lock:
+            if _lib is None:
+                path = _native.find_library()
+                _lib = _native.load(path)
+                _lib_path = path
+    return _lib
+
+
+def library_path():
+    """The path of the errshim_c library in use (loading it if needed)."""
+    _library()
+    return _lib_path
+
+
+def version():
+    """errshim's version, as the library reports it ("0.1.0")."""
+    return _native.lent(_library().errshim_version())
+
+
+# ---------------------------------------------------------------- errors
+
+
+class ErrshimError(Exception):
+    """errshim could not do what was asked (a catalog that does not load, a
+    config that does not parse, a bad argument). `status` names the C status
+    ("catalog-error", ...); `code` is its number."""
+
+    def __init__(self, code, message):
+        self.code = code
+        self.status = _native.lent(_library().errshim_status_name(code))
+        super().__init__("%s: %s" % (self.status, message) if message else self.status)
+
+
+def _check(code, error_pointer, allowed=(_native.OK,)):
+    message = _native.take_string(_library(), error_pointer.value)
+    if code not in allowed:
+        raise ErrshimError(code, message)
+    return code
+
+
+def _bytes(text, what):
+    if isinstance(text, bytes):
+        return text
+    if isinstance(text, str):
+        return text.encode("utf-8", "surrogateescape")
+    raise TypeError("%s must be str or bytes, not %s" % (what, type(text).__name__))
+
+
+def _context_bytes(context):
+    # "transformers=4.57,device=metal" or {"transformers": "4.57", "device": "metal"}
+    if context is None:
+        return None
+    if isinstance(context, dict):
+        context = ",".join("%s=%s" % (k, v) for k, v in context.items())
+    return _bytes(context, "context")
+
+
+def _comma_bytes(items, what):
+    if items is None:
+        return None
+    if not isinstance(items, (str, bytes)):
+        items = ",".join(items)
+    return _bytes(items, what)
+
+
+# -------------------------------------------------------------- the results
+
+
+class Remediation:
+    """One remediation step: `text`, and `fix` (a dict: set/remove/action,
+    safety, reason) when errshim can make the change itself."""
+
+    __slots__ = ("text", "fix")
+
+    def __init__(self, text, fix=None):
+        self.text = text
+        self.fix = fix
+
+    @property
+    def safety(self):
+        """"safe", "slower", "changes-output", "manual", or None without a fix."""
+        return self.fix.get("safety") if self.fix else None
+
+    def __str__(self):
+        return self.text
+
+    def __repr__(self):
+        return "Remediation(%r, fix=%r)" % (self.text, self.fix)
+
+    def __eq__(self, other):
+        return isinstance(other, Remediation) and (self.text, self.fix) == (other.text, other.fix)
+
+
+class Diagnosis:
+    """A recognised error: the catalog entry that explains it, and what the
+    message said. Plain data, copied out of the library: keep it as long as
+    you like, from any thread."""
+
+    def __init__(self, data):
+        self._data = data
+        self.id = data["id"]
+        self.cause = data.get("cause", "")
+        self.trigger = data.get("trigger", "")
+        self.remediation = [Remediation(r.get("text", ""), r.get("fix")) for r in data.get("remediation", [])]
+        self.captures = dict(data.get("captures", {}))
+        self.source = dict(data.get("source", {}))
+        self.library = data.get("library", "")
+        self.error_class = data.get("error_class", "")
+        self.kind = data.get("kind", "")
+        self.severity = data.get("severity", "")
+        self.message = data.get("message", "")
+        self.exception_class = data.get("exception_class", "")
+
+    @classmethod
+    def _from_handle(cls, handle):
+        text = _native.take_string(_library(), _library().errshim_diagnosis_json(handle))
+        if text is None:
+            raise MemoryError("errshim: out of memory rendering a diagnosis")
+        data = json.loads(text)
+        return cls(data) if data.get("matched") else None
+
+    def to_dict(self):
+        """The object `errshim explain --json` prints (a fresh copy)."""
+        return json.loads(json.dumps(self._data))
+
+    def summary(self):
+        """One line: id, the message's first line, the first remediation."""
+        first = self.message.splitlines()[0] if self.message else ""
+        line = "%s: %s" % (self.id, first)
+        if self.remediation:
+            line += " -- try: %s" % " ".join(self.remediation[0].text.split())
+        return line
+
+    def __str__(self):
+        return self.summary()
+
+    def __repr__(self):
+        return "<errshim.Diagnosis %s>" % self.id
+
+    def __eq__(self, other):
+        return isinstance(other, Diagnosis) and self._data == other._data
+
+
+class FixResult:
+    """What fix_config decided. `applied`; `config` (the new text, in the
+    input's format, or the input unchanged); `format` ("json"/"yaml");
+    `entry_id`, `step` (0-based) and `safety` of the step applied; `changes`
+    ([{"path", "before", "after"}]); `decisions` (the audit record of every
+    step considered, with the reason of each refusal); `diagnosis`."""
+
+    def __init__(self, handle):
+        lib = _library()
+        self.applied = bool(lib.errshim_fix_applied(handle))
+        self.config = _native.lent(lib.errshim_fix_config_text(handle))
+        self.format = _native.lent(lib.errshim_fix_format(handle))
+        self.entry_id = _native.lent(lib.errshim_fix_entry_id(handle)) or None
+        step = lib.errshim_fix_step(handle)
+        self.step = step if step >= 0 else None
+        self.step_text = _native.lent(lib.errshim_fix_step_text(handle)) or None
+        self.safety = _native.lent(lib.errshim_fix_safety(handle)) or None
+        report = _native.take_string(lib, lib.errshim_fix_json(handle))
+        data = json.loads(report) if report else {}
+        self.changes = data.get("changes", [])
+        self.decisions = data.get("decisions", [])
+        d = lib.errshim_fix_diagnosis(handle)
+        self.diagnosis = Diagnosis._from_handle(d) if d else None
+
+    def __bool__(self):
+        return self.applied
+
+    def __repr__(self):
+        return "<errshim.FixResult applied=%s entry=%s step=%s>" % (self.applied, self.entry_id, self.step)
+
+
+# ------------------------------------------------------------------ catalogs
+
+
+class Catalog:
+    """A catalog of errors. Catalog() holds the entries embedded in the
+    library; add_path() and add_yaml() put layers on top (an entry with an
+    existing id replaces it). Safe to use from several threads."""
+
+    def __init__(self, *paths, embedded=True):
+        lib = _library()
+        handle = ctypes.c_void_p()
+        error = ctypes.c_void_p()
+        _check(lib.errshim_catalog_new(1 if embedded else 0, ctypes.byref(handle), ctypes.byref(error)), error)
+        self._handle = handle
+        # Freed with the object, even if the user never calls close().
+        self._finalizer = weakref.finalize(self, lib.errshim_catalog_free, handle)
+        for path in paths:
+            self.add_path(path)
+
+    def _h(self):
+        if not self._finalizer.alive:
+            raise ValueError("errshim: this catalog is closed")
+        return self._handle
+
+    def add_path(self, path):
+        """Adds a .yaml file, or a folder of them (one layer). Raises
+        ErrshimError listing every problem; the catalog is then unchanged."""
+        error = ctypes.c_void_p()
+        path = path if isinstance(path, (str, bytes)) else str(path)  # os.PathLike
+        code = _library().errshim_catalog_add_path(self._h(), _bytes(path, "path"), ctypes.byref(error))
+        _check(code, error)
+        return self
+
+    def add_yaml(self, text, name=None):
+        """Adds a layer from YAML text; `name` appears in problem messages."""
+        data = _bytes(text, "text")
+        error = ctypes.c_void_p()
+        code = _library().errshim_catalog_add_yaml(
+            self._h(), data, len(data), None if name is None else _bytes(name, "name"), ctypes.byref(error)
+        )
+        _check(code, error)
+        return self
+
+    def __len__(self):
+        return int(_library().errshim_catalog_size(self._h()))
+
+    def diagnose(self, message, context=None):
+        return diagnose(message, context=context, catalog=self)
+
+    def close(self):
+        self._finalizer()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+        return False
+
+
+def _catalog_handle(catalog):
+    return None if catalog is None else catalog._h()
+
+
+# ----------------------------------------------------------------- the calls
+
+
+def diagnose(message, context=None, catalog=None):
+    """The Diagnosis of an error message (a traceback, a log excerpt, one
+    line), or None when no catalog entry matches. `context`: what you know of
+    where it happened, "transformers=4.57,device=metal" or a dict."""
+    lib = _library()
+    data = _bytes(message, "message")
+    handle = ctypes.c_void_p()
+    error = ctypes.c_void_p()
+    code = lib.errshim_diagnose(
+        _catalog_handle(catalog), data, len(data), _context_bytes(context), ctypes.byref(handle), ctypes.byref(error)
+    )
+    try:
+        _check(code, error, allowed=(_native.OK, _native.NO_MATCH))
+        return Diagnosis._from_handle(handle) if code == _native.OK else None
+    finally:
+        lib.errshim_diagnosis_free(handle)
+
+
+def exception_text(exc):
+    """The text errshim reads for an exception: Python's own rendering of it,
+    traceback and chained exceptions included."""
+    return "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+
+
+def explain(exc=None, context=None, catalog=None):
+    """The Diagnosis of an exception (default: the one being handled), read
+    from its full traceback text, or None when it is not recognised."""
+    if exc is None:
+        exc = sys.exc_info()[1]
+        if exc is None:
+            raise ValueError("errshim.explain() needs an exception, or to be called inside an except block")
+    if isinstance(exc, TranslatedError):
+        return exc.diagnosis
+    return diagnose(exception_text(exc), context=context, catalog=catalog)
+
+
+def fix_config(config, message, allowed=None, pinned=(), context=None, catalog=None):
+    """Applies the first remediation step the policy allows to a JSON or YAML
+    config text, for the error in `message`. Returns a FixResult (falsy when
+    nothing was applied: unknown error, or no step allowed). `allowed`: safety
+    classes that may be applied (default "safe,slower"); `pinned`: keys no fix
+    may change. Raises ErrshimError when the config does not parse."""
+    lib = _library()
+    msg = _bytes(message, "message")
+    cfg = _bytes(config, "config")
+    handle = ctypes.c_void_p()
+    error = ctypes.c_void_p()
+    code = lib.errshim_fix_config(
+        _catalog_handle(catalog),
+        msg,
+        len(msg),
+        _context_bytes(context),
+        cfg,
+        len(cfg),
+        _comma_bytes(allowed, "allowed"),
+        _comma_bytes(pinned, "pinned") if pinned else None,
+        ctypes.byref(handle),
+        ctypes.byref(error),
+    )
+    try:
+        _check(code, error, allowed=(_native.OK, _native.NO_MATCH, _native.NO_FIX))
+        return FixResult(handle)
+    finally:
+        lib.errshim_fix_free(handle)
+
+
+# --------------------------------------------------------------- translation
+
+
+class TranslatedError(Exception):
+    """A recognised error, explained. `diagnosis` holds the explanation and
+    `original` the exception it replaces (also its __cause__).
+
+    What translate() raises is an instance of a subclass that also derives
+    from the original's type (TranslatedValueError is a TranslatedError and a
+    ValueError), so `except ValueError:` handlers keep working."""
+
+    diagnosis = None
+    original = None
+
+    def __str__(self):
+        return self.diagnosis.summary() if self.diagnosis is not None else super().__str__()
+
+
+# Built once per original type; weak keys, so exception classes created at
+# run time can still be collected.
+_translated_types = weakref.WeakKeyDictionary()
+_translated_lock = threading.Lock()
+
+
+def _translated_type(cls):
+    if cls is Exception or issubclass(cls, TranslatedError):
+        return TranslatedError
+    with _translated_lock:
+        t = _translated_types.get(cls)
+        if t is None:
+            try:
+                t = type("Translated" + cls.__name__, (TranslatedError, cls), {"__module__": __name__})
+            except TypeError:
+                # Types that cannot be subclassed, or whose C layout cannot
+                # be combined with ours: the plain TranslatedError, chained.
+                t = TranslatedError
+            _translated_types[cls] = t
+        return t
+
+
+def translated(exc, diagnosis):
+    """The TranslatedError that stands for `exc` (not raised). Its original
+    type's __init__ is not called: its arguments are unknown here, and the
+    new exception only needs to be an instance of that type."""
+    summary = diagnosis.summary()
+    t = _translated_type(type(exc))
+    try:
+        err = t.__new__(t)
+        Exception.__init__(err, summary)
+    except Exception:
+        # A __new__ that insists on its own arguments: the plain type.
+        err = TranslatedError(summary)
+    try:
+        # The original's own attributes, for handlers that read them.
+        err.__dict__.update(getattr(exc, "__dict__", {}))
+    except (AttributeError, TypeError):
+        pass
+    err.diagnosis = diagnosis
+    err.original = exc
+    return err
+
+
+class translate(contextlib.ContextDecorator):
+    """Re-raises a recognised exception as errshim.TranslatedError, raised
+    from the original (which stays reachable as .original and __cause__) and
+    carrying its traceback; anything else passes through untouched.
+
+        with errshim.translate(context="transformers=4.57"):
+            model.generate(**inputs)
+
+        @errshim.translate()
+        def step(): ...
+
+    Only Exception subclasses are translated: KeyboardInterrupt, SystemExit
+    and GeneratorExit always pass through."""
+
+    def __init__(self, context=None, catalog=None):
+        self.context = context
+        self.catalog = catalog
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        if exc is None or not isinstance(exc, Exception) or isinstance(exc, TranslatedError):
+            return False
+        try:
+            d = explain(exc, context=self.context, catalog=self.catalog)
+        except Exception:
+            # errshim itself failed (library missing, ...): the user's error
+            # matters more than ours, so it goes on unchanged.
+            return False
+        if d is None:
+            return False
+        raise translated(exc, d).with_traceback(tb) from exc

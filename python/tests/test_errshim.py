@@ -1,0 +1,421 @@
+"""Tests of the Python binding, on real Python exceptions.
+
+Run from python/:  ERRSHIM_LIBRARY=../build/liberrshim_c.so python3 -m unittest discover -s tests -v
+(ctest runs them as python.unittest, with the library of its build).
+"""
+
+import json
+import os
+import subprocess
+import sys
+import threading
+import traceback
+import unittest
+
+import errshim
+
+# Copied from patterns/transformers.yaml (the upstream message, exactly).
+QUANTIZED_CACHE = (
+    "This model does not support the quantized cache. If you want your model to support quantized cache, "
+    "please open an issue and tag @zucchini-nlp."
+)
+QUANTIZED_ID = "transformers.generation.quantized_cache_unsupported"
+
+# A candle error as candle's Python bindings or a Rust log show it.
+SDPA = (
+    "Meta SDPA does not support q head dim 48: q dims [1, 32, 7, 48], k dims [1, 8, 7, 48], v dims [1, 8, 7, 48]."
+)
+SDPA_ID = "candle.sdpa.unsupported_head_dim"
+
+
+# -- a small stand-in for a transformers call stack: the error is raised
+# -- three frames down, the way generate() raises it.
+
+
+def _prepare_cache_for_generation(generation_config):
+    if generation_config.get("cache_implementation") == "quantized":
+        raise ValueError(QUANTIZED_CACHE)
+
+
+def generate(**generation_config):
+    _prepare_cache_for_generation(generation_config)
+    return [1, 2, 3]
+
+
+def serve_request(cache_implementation):
+    return generate(cache_implementation=cache_implementation, max_new_tokens=8)
+
+
+class CustomError(Exception):
+    """An exception type with a required constructor argument and an attribute."""
+
+    def __init__(self, message, request_id):
+        super().__init__(message)
+        self.request_id = request_id
+
+
+MY_CATALOG = """\
+schema: 1
+library: myapp
+defaults: {repo: example/myapp, commit: 0123456789abcdef0123456789abcdef01234567}
+entries:
+  - id: myapp.tokenizer.missing
+    template: 'tokenizer file {path} not found'
+    source: {path: app/tokenizer.py, line: 12}
+    error_class: FileNotFoundError
+    kind: configuration
+    cause: the tokenizer file is missing
+    trigger: a model folder without tokenizer.json
+    remediation:
+      - text: download the tokenizer
+    examples:
+      match: ['tokenizer file /models/x/tokenizer.json not found']
+"""
+
+
+SCOPED_CATALOG = """\
+schema: 1
+library: lib
+defaults: {repo: example/lib, commit: 0123456789abcdef0123456789abcdef01234567}
+entries:
+""" + "".join(
+    """\
+  - id: lib.cache.%s
+    template: 'quantized cache unsupported'
+    applies_to: {transformers: '%s'}
+    source: {path: lib/cache.py, line: 1}
+    error_class: ValueError
+    kind: unsupported-feature
+    cause: c
+    trigger: t
+    remediation:
+      - text: r
+    examples:
+      match: [{text: 'quantized cache unsupported', context: {transformers: '%s'}}]
+"""
+    % args
+    for args in (("old", "<4.54", "4.50"), ("new", ">=4.54", "4.57"))
+)
+
+
+class DiagnoseTest(unittest.TestCase):
+    def test_version_matches_the_header(self):
+        header = os.path.join(os.path.dirname(__file__), "..", "..", "include", "errshim", "version.hpp")
+        with open(header) as f:
+            self.assertIn('ERRSHIM_VERSION_STRING "%s"' % errshim.version(), f.read())
+
+    def test_known_message(self):
+        d = errshim.diagnose("ValueError: " + QUANTIZED_CACHE)
+        self.assertIsInstance(d, errshim.Diagnosis)
+        self.assertEqual(d.id, QUANTIZED_ID)
+        self.assertEqual(d.exception_class, "ValueError")
+        self.assertEqual(d.source["repo"], "huggingface/transformers")
+        self.assertEqual(d.source["path"], "src/transformers/generation/utils.py")
+        self.assertGreater(d.source["line"], 0)
+        self.assertTrue(d.cause)
+        self.assertTrue(d.trigger)
+        self.assertGreaterEqual(len(d.remediation), 2)
+        self.assertIn("dynamic", d.remediation[0].text)
+        self.assertEqual(d.remediation[0].safety, "safe")
+        self.assertEqual(d.remediation[0].fix["set"], {"cache_implementation": "dynamic"})
+
+    def test_unknown_message_is_none(self):
+        self.assertIsNone(errshim.diagnose("ValueError: the weather is bad today"))
+        self.assertIsNone(errshim.diagnose(""))
+
+    def test_captures_in_order(self):
+        d = errshim.diagnose("Error: " + SDPA)
+        self.assertEqual(d.id, SDPA_ID)
+        self.assertEqual(d.captures["q_head"], "48")
+        self.assertEqual(list(d.captures)[0], "q_head")
+        self.assertEqual(d.captures["q_dims"], "[1, 32, 7, 48]")
+
+    def test_to_dict_is_explain_json(self):
+        d = errshim.diagnose("Error: " + SDPA)
+        data = d.to_dict()
+        self.assertTrue(data["matched"])
+        for key in ("id", "source", "library", "error_class", "kind", "severity", "cause", "trigger",
+                    "remediation", "captures", "message", "exception_class"):
+            self.assertIn(key, data)
+        self.assertEqual(data["id"], d.id)
+        data["id"] = "changed"
+        self.assertEqual(d.to_dict()["id"], SDPA_ID, "to_dict returns a copy")
+
+    def test_bytes_and_invalid_utf8(self):
+        d = errshim.diagnose(("ValueError: " + QUANTIZED_CACHE).encode() + b"\xff\xfe")
+        self.assertEqual(d.id, QUANTIZED_ID)
+        with self.assertRaises(TypeError):
+            errshim.diagnose(42)
+
+    def test_context_string_and_dict(self):
+        # Two entries for one message, scoped to transformers versions: the context picks.
+        catalog = errshim.Catalog(embedded=False).add_yaml(SCOPED_CATALOG, "scoped.yaml")
+        for context in ("transformers=4.57,device=metal", {"transformers": "4.57", "device": "metal"}):
+            self.assertEqual(catalog.diagnose("quantized cache unsupported", context=context).id, "lib.cache.new")
+        self.assertEqual(catalog.diagnose("quantized cache unsupported", context={"transformers": "4.50"}).id,
+                         "lib.cache.old")
+
+    def test_bad_context_raises(self):
+        with self.assertRaises(errshim.ErrshimError) as cm:
+            errshim.diagnose("x", context="no-equals-sign")
+        self.assertEqual(cm.exception.status, "invalid-argument")
+
+    def test_from_threads(self):
+        results = []
+
+        def work():
+            for _ in range(20):
+                results.append(errshim.diagnose("Error: " + SDPA).id)
+
+        threads = [threading.Thread(target=work) for _ in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        self.assertEqual(results, [SDPA_ID] * 80)
+
+
+class ExplainTest(unittest.TestCase):
+    def test_explain_reads_the_whole_traceback(self):
+        try:
+            serve_request("quantized")
+        except ValueError as exc:
+            text = errshim.exception_text(exc)
+            self.assertIn("Traceback (most recent call last):", text)
+            self.assertIn("_prepare_cache_for_generation", text)
+            d = errshim.explain(exc)
+        self.assertEqual(d.id, QUANTIZED_ID)
+        self.assertEqual(d.exception_class, "ValueError")
+
+    def test_explain_defaults_to_the_exception_being_handled(self):
+        try:
+            serve_request("quantized")
+        except ValueError:
+            d = errshim.explain()
+        self.assertEqual(d.id, QUANTIZED_ID)
+
+    def test_explain_outside_except_block(self):
+        with self.assertRaises(ValueError):
+            errshim.explain()
+
+    def test_explain_finds_the_root_cause_of_a_chain(self):
+        # The application wraps the library error; errshim reads both.
+        try:
+            try:
+                serve_request("quantized")
+            except ValueError as inner:
+                raise RuntimeError("request 17 failed") from inner
+        except RuntimeError as exc:
+            d = errshim.explain(exc)
+        self.assertEqual(d.id, QUANTIZED_ID)
+
+    def test_explain_unknown(self):
+        try:
+            {}["missing"]
+        except KeyError as exc:
+            self.assertIsNone(errshim.explain(exc))
+
+
+class TranslateTest(unittest.TestCase):
+    def test_translated_error_is_raised_from_the_original(self):
+        # try/except rather than assertRaises, which drops the traceback.
+        try:
+            with errshim.translate():
+                serve_request("quantized")
+        except errshim.TranslatedError as caught:
+            err = caught
+        else:
+            self.fail("nothing raised")
+        self.assertEqual(err.diagnosis.id, QUANTIZED_ID)
+        self.assertIsInstance(err.original, ValueError)
+        self.assertIs(err.__cause__, err.original)
+        self.assertIn(QUANTIZED_ID, str(err))
+        self.assertIn("try:", str(err))
+        # The traceback still leads to where the error was raised.
+        names = [f.name for f in traceback.extract_tb(err.__traceback__)]
+        self.assertIn("_prepare_cache_for_generation", names)
+
+    def test_existing_except_clauses_keep_working(self):
+        try:
+            with errshim.translate():
+                serve_request("quantized")
+        except ValueError as exc:  # the handler written before errshim came along
+            self.assertIsInstance(exc, errshim.TranslatedError)
+            self.assertEqual(type(exc).__name__, "TranslatedValueError")
+            self.assertEqual(exc.diagnosis.id, QUANTIZED_ID)
+        else:
+            self.fail("nothing raised")
+
+    def test_unknown_errors_pass_through_untouched(self):
+        original = KeyError("missing")
+        with self.assertRaises(KeyError) as cm:
+            with errshim.translate():
+                raise original
+        self.assertIs(cm.exception, original)
+        self.assertNotIsInstance(cm.exception, errshim.TranslatedError)
+
+    def test_no_error_no_change(self):
+        with errshim.translate():
+            self.assertEqual(serve_request("dynamic"), [1, 2, 3])
+
+    def test_custom_exception_type_with_required_arguments(self):
+        with self.assertRaises(CustomError) as cm:
+            with errshim.translate():
+                raise CustomError("Error: " + SDPA, request_id=17)
+        err = cm.exception
+        self.assertIsInstance(err, errshim.TranslatedError)
+        self.assertEqual(err.diagnosis.id, SDPA_ID)
+        self.assertEqual(err.request_id, 17, "the original's attributes are kept")
+
+    def test_os_error_subclass(self):
+        with self.assertRaises(FileNotFoundError) as cm:
+            with errshim.translate():
+                raise FileNotFoundError(QUANTIZED_CACHE)
+        self.assertEqual(cm.exception.diagnosis.id, QUANTIZED_ID)
+
+    def test_as_decorator_with_context_and_catalog(self):
+        catalog = errshim.Catalog().add_yaml(MY_CATALOG, "myapp.yaml")
+
+        @errshim.translate(context={"transformers": "4.57"}, catalog=catalog)
+        def load():
+            raise FileNotFoundError("tokenizer file /models/a/tokenizer.json not found")
+
+        with self.assertRaises(errshim.TranslatedError) as cm:
+            load()
+        self.assertEqual(cm.exception.diagnosis.id, "myapp.tokenizer.missing")
+        self.assertEqual(cm.exception.diagnosis.captures, {"path": "/models/a/tokenizer.json"})
+
+    def test_base_exceptions_are_never_translated(self):
+        with self.assertRaises(KeyboardInterrupt) as cm:
+            with errshim.translate():
+                raise KeyboardInterrupt(QUANTIZED_CACHE)
+        self.assertNotIsInstance(cm.exception, errshim.TranslatedError)
+
+    def test_translating_twice_keeps_the_first(self):
+        with self.assertRaises(errshim.TranslatedError) as cm:
+            with errshim.translate():
+                with errshim.translate():
+                    serve_request("quantized")
+        self.assertIsInstance(cm.exception.original, ValueError)
+        self.assertIs(errshim.explain(cm.exception), cm.exception.diagnosis)
+
+
+class CatalogTest(unittest.TestCase):
+    def test_embedded_and_layers(self):
+        with errshim.Catalog() as catalog:
+            embedded = len(catalog)
+            self.assertGreater(embedded, 0)
+            catalog.add_yaml(MY_CATALOG, "myapp.yaml")
+            self.assertEqual(len(catalog), embedded + 1)
+            self.assertEqual(catalog.diagnose("tokenizer file /x not found").id, "myapp.tokenizer.missing")
+            self.assertEqual(catalog.diagnose("Error: " + SDPA).id, SDPA_ID)
+
+    def test_empty_catalog(self):
+        catalog = errshim.Catalog(embedded=False)
+        self.assertEqual(len(catalog), 0)
+        self.assertIsNone(catalog.diagnose("Error: " + SDPA))
+
+    def test_a_broken_layer_is_refused_and_the_catalog_kept(self):
+        catalog = errshim.Catalog(embedded=False).add_yaml(MY_CATALOG)
+        with self.assertRaises(errshim.ErrshimError) as cm:
+            catalog.add_yaml(MY_CATALOG.replace("cause:", "cuase:"), "broken.yaml")
+        self.assertEqual(cm.exception.status, "catalog-error")
+        self.assertIn("broken.yaml", str(cm.exception))
+        self.assertEqual(len(catalog), 1)
+
+    def test_add_path(self):
+        patterns = os.path.join(os.path.dirname(__file__), "..", "..", "patterns")
+        catalog = errshim.Catalog(patterns, embedded=False)
+        self.assertGreater(len(catalog), 0)
+        with self.assertRaises(errshim.ErrshimError):
+            catalog.add_path("/nonexistent/errshim-patterns")
+
+    def test_closed_catalog(self):
+        catalog = errshim.Catalog()
+        catalog.close()
+        catalog.close()  # twice is fine
+        with self.assertRaises(ValueError):
+            len(catalog)
+
+
+class FixConfigTest(unittest.TestCase):
+    MESSAGE = "ValueError: " + QUANTIZED_CACHE
+
+    def test_json(self):
+        config = '{\n  "max_new_tokens": 64,\n  "cache_implementation": "quantized"\n}\n'
+        r = errshim.fix_config(config, self.MESSAGE)
+        self.assertTrue(r)
+        self.assertEqual(r.format, "json")
+        self.assertEqual(r.entry_id, QUANTIZED_ID)
+        self.assertEqual(r.step, 0)
+        self.assertEqual(r.safety, "safe")
+        fixed = json.loads(r.config)
+        self.assertEqual(fixed, {"max_new_tokens": 64, "cache_implementation": "dynamic"})
+        self.assertEqual(list(fixed), ["max_new_tokens", "cache_implementation"], "key order kept")
+        self.assertEqual(r.changes, [{"path": "cache_implementation", "before": "quantized", "after": "dynamic"}])
+        self.assertEqual(r.diagnosis.id, QUANTIZED_ID)
+
+    def test_yaml(self):
+        r = errshim.fix_config("cache_implementation: quantized\nmax_new_tokens: 64\n", self.MESSAGE)
+        self.assertEqual(r.format, "yaml")
+        self.assertIn("cache_implementation: dynamic", r.config)
+        self.assertIn("max_new_tokens: 64", r.config)
+
+    def test_pinned_key_is_never_changed(self):
+        config = '{"cache_implementation": "quantized"}'
+        r = errshim.fix_config(config, self.MESSAGE, pinned=["cache_implementation"])
+        self.assertFalse(r)
+        self.assertIsNone(r.step)
+        self.assertEqual(r.config, config, "unchanged when nothing is applied")
+        self.assertTrue(any(d["outcome"] == "refused" for d in r.decisions))
+
+    def test_allowed_classes(self):
+        config = '{"cache_implementation": "quantized"}'
+        r = errshim.fix_config(config, self.MESSAGE, allowed="slower")
+        self.assertEqual((r.step, r.safety), (1, "slower"))
+        self.assertEqual(json.loads(r.config)["cache_implementation"], "offloaded")
+        with self.assertRaises(errshim.ErrshimError) as cm:
+            errshim.fix_config(config, self.MESSAGE, allowed="manual")
+        self.assertEqual(cm.exception.status, "invalid-argument")
+
+    def test_unknown_message(self):
+        r = errshim.fix_config('{"a": 1}', "ValueError: the weather is bad today")
+        self.assertFalse(r)
+        self.assertIsNone(r.entry_id)
+        self.assertIsNone(r.diagnosis)
+
+    def test_broken_config(self):
+        with self.assertRaises(errshim.ErrshimError) as cm:
+            errshim.fix_config('{"cache_implementation": ', self.MESSAGE)
+        self.assertEqual(cm.exception.status, "config-error")
+
+
+class LibraryLookupTest(unittest.TestCase):
+    def _python(self, env, code):
+        full = dict(os.environ)
+        full.update(env)
+        return subprocess.run([sys.executable, "-c", code], env=full, capture_output=True, text=True)
+
+    def test_env_var_naming_a_directory(self):
+        directory = os.path.dirname(errshim.library_path())
+        r = self._python({"ERRSHIM_LIBRARY": directory},
+                         "import errshim; print(errshim.diagnose('Error: %s').id)" % SDPA)
+        self.assertEqual(r.stdout.strip(), SDPA_ID, r.stderr)
+
+    def test_env_var_naming_nothing(self):
+        r = self._python({"ERRSHIM_LIBRARY": "/nonexistent/liberrshim_c.so"},
+                         "import errshim\ntry:\n    errshim.version()\nexcept errshim.LibraryNotFound as e:\n"
+                         "    print('not found:', e)")
+        self.assertIn("not found: ERRSHIM_LIBRARY=/nonexistent", r.stdout, r.stderr)
+
+    def test_places_searched(self):
+        from errshim import _native
+
+        kinds = [kind for kind, _ in _native.candidates()]
+        self.assertEqual(kinds[0], "next to the package")
+        self.assertIn("build tree", kinds)
+        self.assertIn("install prefix", kinds)
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,492 @@
+// The C interface (include/errshim/c_api.h) over the C++ API.
+//
+// Every exported function is noexcept and funnels its work through
+// boundary(), which turns each exception into a status and a message: a C,
+// Rust or Python caller cannot unwind a C++ exception, so none may escape.
+
+#include "errshim/c_api.h"
+
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
+#include <exception>
+#include <memory>
+#include <mutex>
+#include <new>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "errshim/catalog.hpp"
+#include "errshim/config.hpp"
+#include "errshim/context.hpp"
+#include "errshim/remediation.hpp"
+#include "errshim/render.hpp"
+#include "errshim/version.hpp"
+
+// The handles. They live outside any namespace because the C header declares
+// them as global incomplete structs.
+
+struct errshim_catalog {
+  // Adds are serialised; readers take `current` with an atomic load, so a
+  // diagnosis never waits for an add and never sees half of one.
+  std::mutex add_mutex;
+  errshim::CatalogBuilder builder;  // every layer so far: an add rebuilds from all of them
+  std::shared_ptr<const errshim::Catalog> current;
+};
+
+struct errshim_diagnosis {
+  std::optional<errshim::Diagnosis> diagnosis;
+  std::vector<std::string> problems;
+};
+
+struct errshim_fix {
+  errshim_diagnosis diagnosis;
+  bool applied = false;
+  std::string config;
+  std::string format;
+  int step = -1;
+  std::string step_text;
+  std::string safety;
+  std::vector<errshim::Change> changes;
+  std::vector<errshim::Decision> decisions;
+};
+
+namespace {
+
+// A failure whose status is known where it is detected (bad input, a
+// refused policy), as opposed to one mapped from a library exception.
+struct c_api_failure {
+  errshim_status status;
+  std::string message;
+};
+
+// malloc so that a failure to copy can be reported as NULL without throwing.
+char* copy_string(std::string_view s) noexcept {
+  char* out = static_cast<char*>(std::malloc(s.size() + 1));
+  if (out == nullptr) return nullptr;
+  if (!s.empty()) std::memcpy(out, s.data(), s.size());
+  out[s.size()] = '\0';
+  return out;
+}
+
+void set_error(char** error, std::string_view message) noexcept {
+  if (error != nullptr) *error = copy_string(message);
+}
+
+std::string problems_text(const errshim::catalog_error& e) {
+  std::string out;
+  for (const auto& p : e.problems()) {
+    if (!out.empty()) out += '\n';
+    out += p.to_string();
+  }
+  return out.empty() ? std::string(e.what()) : out;
+}
+
+template <class F>
+errshim_status boundary(char** error, F&& body) noexcept {
+  if (error != nullptr) *error = nullptr;
+  try {
+    return body();
+  } catch (const c_api_failure& e) {
+    set_error(error, e.message);
+    return e.status;
+  } catch (const errshim::catalog_error& e) {
+    try {
+      set_error(error, problems_text(e));
+    } catch (...) {
+      set_error(error, e.what());
+    }
+    return ERRSHIM_CATALOG_ERROR;
+  } catch (const errshim::config_error& e) {
+    set_error(error, e.what());
+    return ERRSHIM_CONFIG_ERROR;
+  } catch (const std::bad_alloc&) {
+    set_error(error, "out of memory");
+    return ERRSHIM_OUT_OF_MEMORY;
+  } catch (const std::exception& e) {
+    set_error(error, e.what());
+    return ERRSHIM_INTERNAL_ERROR;
+  } catch (...) {
+    set_error(error, "unknown exception inside errshim");
+    return ERRSHIM_INTERNAL_ERROR;
+  }
+}
+
+std::string_view text_of(const char* text, std::size_t length) {
+  if (text == nullptr) return {};
+  return length == ERRSHIM_NUL_TERMINATED ? std::string_view(text) : std::string_view(text, length);
+}
+
+void require(bool ok, const char* what) {
+  if (!ok) throw c_api_failure{ERRSHIM_INVALID_ARGUMENT, what};
+}
+
+errshim::Context parse_context(const char* text) {
+  if (text == nullptr || *text == '\0') return {};
+  try {
+    return errshim::Context::parse(text);
+  } catch (const std::invalid_argument& e) {
+    throw c_api_failure{ERRSHIM_INVALID_ARGUMENT, fmt::format("context: {}", e.what())};
+  }
+}
+
+// "a, b,,c" -> {"a", "b", "c"}: blanks around items and empty items are
+// forgiven, since these lists are typed by people.
+std::vector<std::string> comma_list(const char* text) {
+  std::vector<std::string> out;
+  if (text == nullptr) return out;
+  std::string_view rest(text);
+  while (true) {
+    const std::size_t comma = rest.find(',');
+    std::string_view item = rest.substr(0, comma);
+    while (!item.empty() && (item.front() == ' ' || item.front() == '\t')) item.remove_prefix(1);
+    while (!item.empty() && (item.back() == ' ' || item.back() == '\t')) item.remove_suffix(1);
+    if (!item.empty()) out.emplace_back(item);
+    if (comma == std::string_view::npos) return out;
+    rest.remove_prefix(comma + 1);
+  }
+}
+
+std::shared_ptr<const errshim::Catalog> catalog_of(const errshim_catalog* c) {
+  if (c == nullptr) return errshim::Catalog::embedded();
+  return std::atomic_load(&c->current);
+}
+
+// Literals, so the pointers handed out are NUL-terminated and static.
+const char* safety_name(errshim::Safety s) noexcept {
+  switch (s) {
+    case errshim::Safety::safe: return "safe";
+    case errshim::Safety::slower: return "slower";
+    case errshim::Safety::changes_output: return "changes-output";
+    case errshim::Safety::manual: return "manual";
+  }
+  return "manual";
+}
+
+const errshim::Entry* entry_of(const errshim_diagnosis* d) noexcept {
+  return (d != nullptr && d->diagnosis && d->diagnosis->entry) ? d->diagnosis->entry.get() : nullptr;
+}
+
+// A lent field of the matched entry: "" when unmatched, NULL for no handle.
+template <class Get>
+const char* entry_field(const errshim_diagnosis* d, Get get) noexcept {
+  if (d == nullptr) return nullptr;
+  const errshim::Entry* e = entry_of(d);
+  return e != nullptr ? get(*e).c_str() : "";
+}
+
+std::string value_json(const std::optional<errshim::Value>& v) {
+  if (!v) return "null";
+  switch (v->type) {
+    case errshim::Value::Type::null: return "null";
+    case errshim::Value::Type::boolean:
+    case errshim::Value::Type::integer:
+    case errshim::Value::Type::number: return v->text;
+    case errshim::Value::Type::string: return errshim::json_quote(v->text);
+  }
+  return "null";
+}
+
+errshim::Policy parse_policy(const char* allowed, const char* pinned, errshim::Context context) {
+  errshim::Policy policy;
+  policy.mode = errshim::Mode::automatic;
+  policy.context = std::move(context);
+  const std::vector<std::string> classes = comma_list(allowed);
+  if (!classes.empty()) {
+    policy.allowed.clear();
+    for (const std::string& name : classes) {
+      const auto s = errshim::parse_safety(name);
+      if (!s)
+        throw c_api_failure{ERRSHIM_INVALID_ARGUMENT,
+                            fmt::format("allowed: unknown safety class '{}' (safe, slower, changes-output)", name)};
+      if (*s == errshim::Safety::manual)
+        throw c_api_failure{ERRSHIM_INVALID_ARGUMENT, "allowed: 'manual' fixes need a person and are never applied"};
+      policy.allowed.insert(*s);
+    }
+  }
+  for (std::string& key : comma_list(pinned)) policy.pinned_keys.insert(std::move(key));
+  return policy;
+}
+
+}  // namespace
+
+extern "C" {
+
+const char* errshim_status_name(errshim_status status) {
+  switch (status) {
+    case ERRSHIM_OK: return "ok";
+    case ERRSHIM_NO_MATCH: return "no-match";
+    case ERRSHIM_NO_FIX: return "no-fix";
+    case ERRSHIM_INVALID_ARGUMENT: return "invalid-argument";
+    case ERRSHIM_CATALOG_ERROR: return "catalog-error";
+    case ERRSHIM_CONFIG_ERROR: return "config-error";
+    case ERRSHIM_OUT_OF_MEMORY: return "out-of-memory";
+    case ERRSHIM_INTERNAL_ERROR: return "internal-error";
+  }
+  return "unknown";
+}
+
+const char* errshim_version(void) { return errshim::version(); }
+
+void errshim_string_free(char* text) { std::free(text); }
+
+// ------------------------------------------------------------------ catalogs
+
+errshim_status errshim_catalog_new(int with_embedded, errshim_catalog** out, char** error) {
+  if (out != nullptr) *out = nullptr;
+  return boundary(error, [&] {
+    require(out != nullptr, "errshim_catalog_new: out is NULL");
+    auto c = std::make_unique<errshim_catalog>();
+    if (with_embedded != 0) {
+      c->builder.add_embedded();
+      c->current = errshim::Catalog::embedded();  // built once per process; share it
+    } else {
+      c->current = c->builder.build();
+    }
+    *out = c.release();
+    return ERRSHIM_OK;
+  });
+}
+
+errshim_status errshim_catalog_add_path(errshim_catalog* catalog, const char* path, char** error) {
+  return boundary(error, [&] {
+    require(catalog != nullptr, "errshim_catalog_add_path: catalog is NULL");
+    require(path != nullptr && *path != '\0', "errshim_catalog_add_path: path is NULL or empty");
+    const std::lock_guard<std::mutex> lock(catalog->add_mutex);
+    errshim::CatalogBuilder next = catalog->builder;
+    next.add_path(path);
+    std::shared_ptr<const errshim::Catalog> built = next.build();  // throws: the catalog stays as it was
+    catalog->builder = std::move(next);
+    std::atomic_store(&catalog->current, std::move(built));
+    return ERRSHIM_OK;
+  });
+}
+
+errshim_status errshim_catalog_add_yaml(errshim_catalog* catalog, const char* yaml, size_t length, const char* name,
+                                        char** error) {
+  return boundary(error, [&] {
+    require(catalog != nullptr, "errshim_catalog_add_yaml: catalog is NULL");
+    require(yaml != nullptr, "errshim_catalog_add_yaml: yaml is NULL");
+    const std::lock_guard<std::mutex> lock(catalog->add_mutex);
+    errshim::CatalogBuilder next = catalog->builder;
+    next.add_yaml(std::string(text_of(yaml, length)), name != nullptr && *name != '\0' ? name : "<string>");
+    std::shared_ptr<const errshim::Catalog> built = next.build();
+    catalog->builder = std::move(next);
+    std::atomic_store(&catalog->current, std::move(built));
+    return ERRSHIM_OK;
+  });
+}
+
+size_t errshim_catalog_size(const errshim_catalog* catalog) {
+  if (catalog == nullptr) return 0;
+  const auto c = std::atomic_load(&catalog->current);
+  return c ? c->size() : 0;
+}
+
+void errshim_catalog_free(errshim_catalog* catalog) { delete catalog; }
+
+// ----------------------------------------------------------------- diagnosis
+
+errshim_status errshim_diagnose(const errshim_catalog* catalog, const char* message, size_t length,
+                                const char* context, errshim_diagnosis** out, char** error) {
+  if (out != nullptr) *out = nullptr;
+  return boundary(error, [&] {
+    require(out != nullptr, "errshim_diagnose: out is NULL");
+    require(message != nullptr || length == 0, "errshim_diagnose: message is NULL");
+    const errshim::Context ctx = parse_context(context);
+    const auto c = catalog_of(catalog);
+    errshim::MatchResult r = c->match(text_of(message, length), ctx);
+    auto d = std::make_unique<errshim_diagnosis>();
+    d->diagnosis = std::move(r.diagnosis);
+    d->problems = std::move(r.problems);
+    const bool matched = d->diagnosis.has_value();
+    *out = d.release();
+    return matched ? ERRSHIM_OK : ERRSHIM_NO_MATCH;
+  });
+}
+
+void errshim_diagnosis_free(errshim_diagnosis* diagnosis) { delete diagnosis; }
+
+int errshim_diagnosis_matched(const errshim_diagnosis* diagnosis) { return entry_of(diagnosis) != nullptr ? 1 : 0; }
+
+char* errshim_diagnosis_json(const errshim_diagnosis* diagnosis) {
+  try {
+    if (entry_of(diagnosis) == nullptr) return copy_string(errshim::unmatched_json());
+    return copy_string(errshim::to_json(*diagnosis->diagnosis));
+  } catch (...) {
+    return nullptr;  // to_json only throws bad_alloc
+  }
+}
+
+const char* errshim_diagnosis_id(const errshim_diagnosis* d) {
+  return entry_field(d, [](const errshim::Entry& e) -> const std::string& { return e.id; });
+}
+const char* errshim_diagnosis_cause(const errshim_diagnosis* d) {
+  return entry_field(d, [](const errshim::Entry& e) -> const std::string& { return e.cause; });
+}
+const char* errshim_diagnosis_trigger(const errshim_diagnosis* d) {
+  return entry_field(d, [](const errshim::Entry& e) -> const std::string& { return e.trigger; });
+}
+const char* errshim_diagnosis_library(const errshim_diagnosis* d) {
+  return entry_field(d, [](const errshim::Entry& e) -> const std::string& { return e.library; });
+}
+const char* errshim_diagnosis_kind(const errshim_diagnosis* d) {
+  return entry_field(d, [](const errshim::Entry& e) -> const std::string& { return e.kind; });
+}
+const char* errshim_diagnosis_severity(const errshim_diagnosis* d) {
+  return entry_field(d, [](const errshim::Entry& e) -> const std::string& { return e.severity; });
+}
+const char* errshim_diagnosis_source_repo(const errshim_diagnosis* d) {
+  return entry_field(d, [](const errshim::Entry& e) -> const std::string& { return e.source.repo; });
+}
+const char* errshim_diagnosis_source_path(const errshim_diagnosis* d) {
+  return entry_field(d, [](const errshim::Entry& e) -> const std::string& { return e.source.path; });
+}
+const char* errshim_diagnosis_source_commit(const errshim_diagnosis* d) {
+  return entry_field(d, [](const errshim::Entry& e) -> const std::string& { return e.source.commit; });
+}
+const char* errshim_diagnosis_source_symbol(const errshim_diagnosis* d) {
+  return entry_field(d, [](const errshim::Entry& e) -> const std::string& { return e.source.symbol; });
+}
+int errshim_diagnosis_source_line(const errshim_diagnosis* d) {
+  const errshim::Entry* e = entry_of(d);
+  return e != nullptr ? e->source.line : 0;
+}
+
+const char* errshim_diagnosis_message(const errshim_diagnosis* d) {
+  if (d == nullptr) return nullptr;
+  return d->diagnosis ? d->diagnosis->segment.c_str() : "";
+}
+const char* errshim_diagnosis_exception_class(const errshim_diagnosis* d) {
+  if (d == nullptr) return nullptr;
+  return d->diagnosis ? d->diagnosis->exception_class.c_str() : "";
+}
+
+size_t errshim_diagnosis_remediation_count(const errshim_diagnosis* d) {
+  const errshim::Entry* e = entry_of(d);
+  return e != nullptr ? e->remediation.size() : 0;
+}
+const char* errshim_diagnosis_remediation(const errshim_diagnosis* d, size_t index) {
+  const errshim::Entry* e = entry_of(d);
+  return (e != nullptr && index < e->remediation.size()) ? e->remediation[index].text.c_str() : nullptr;
+}
+const char* errshim_diagnosis_remediation_safety(const errshim_diagnosis* d, size_t index) {
+  const errshim::Entry* e = entry_of(d);
+  if (e == nullptr || index >= e->remediation.size() || !e->remediation[index].fix) return nullptr;
+  return safety_name(e->remediation[index].fix->safety);
+}
+
+size_t errshim_diagnosis_capture_count(const errshim_diagnosis* d) {
+  return entry_of(d) != nullptr ? d->diagnosis->captures.size() : 0;
+}
+const char* errshim_diagnosis_capture_name(const errshim_diagnosis* d, size_t index) {
+  if (entry_of(d) == nullptr || index >= d->diagnosis->captures.size()) return nullptr;
+  return d->diagnosis->captures[index].name.c_str();
+}
+const char* errshim_diagnosis_capture_value(const errshim_diagnosis* d, size_t index) {
+  if (entry_of(d) == nullptr || index >= d->diagnosis->captures.size()) return nullptr;
+  return d->diagnosis->captures[index].value.c_str();
+}
+const char* errshim_diagnosis_capture(const errshim_diagnosis* d, const char* name) {
+  if (entry_of(d) == nullptr || name == nullptr) return nullptr;
+  const std::string* v = d->diagnosis->capture(name);
+  return v != nullptr ? v->c_str() : nullptr;
+}
+
+size_t errshim_diagnosis_problem_count(const errshim_diagnosis* d) { return d != nullptr ? d->problems.size() : 0; }
+const char* errshim_diagnosis_problem(const errshim_diagnosis* d, size_t index) {
+  return (d != nullptr && index < d->problems.size()) ? d->problems[index].c_str() : nullptr;
+}
+
+// ---------------------------------------------------------------- config fix
+
+errshim_status errshim_fix_config(const errshim_catalog* catalog, const char* message, size_t message_length,
+                                  const char* context, const char* config, size_t config_length, const char* allowed,
+                                  const char* pinned, errshim_fix** out, char** error) {
+  if (out != nullptr) *out = nullptr;
+  return boundary(error, [&] {
+    require(out != nullptr, "errshim_fix_config: out is NULL");
+    require(message != nullptr || message_length == 0, "errshim_fix_config: message is NULL");
+    require(config != nullptr, "errshim_fix_config: config is NULL");
+    const errshim::Context ctx = parse_context(context);
+    const errshim::Policy policy = parse_policy(allowed, pinned, ctx);
+    // Parse first: a config that cannot be read is the caller's first problem,
+    // whatever the message says.
+    const errshim::ConfigTree tree = errshim::ConfigTree::parse(text_of(config, config_length), "<config>");
+    auto r = std::make_unique<errshim_fix>();
+    r->format = tree.format() == errshim::ConfigTree::Format::json ? "json" : "yaml";
+    r->config = std::string(text_of(config, config_length));
+
+    errshim::MatchResult m = catalog_of(catalog)->match(text_of(message, message_length), ctx);
+    r->diagnosis.diagnosis = std::move(m.diagnosis);
+    r->diagnosis.problems = std::move(m.problems);
+    if (!r->diagnosis.diagnosis) {
+      *out = r.release();
+      return ERRSHIM_NO_MATCH;
+    }
+    const errshim::Diagnosis& d = *r->diagnosis.diagnosis;
+    errshim::ConfigTree scratch = tree;
+    errshim::FixChoice choice = errshim::choose_fix(d, scratch, policy);
+    r->decisions = std::move(choice.decisions);
+    // suggest_only cannot come back with mode automatic and no suggest
+    // classes, but a suggestion is not an application either way.
+    if (choice.step && !choice.suggest_only) {
+      const errshim::Remediation& step = d.entry->remediation.at(*choice.step);
+      r->applied = true;
+      r->step = static_cast<int>(*choice.step);
+      r->step_text = step.text;
+      r->safety = step.fix ? safety_name(step.fix->safety) : "";
+      r->changes = std::move(choice.changes);
+      r->config = scratch.dump();
+    }
+    const bool applied = r->applied;
+    *out = r.release();
+    return applied ? ERRSHIM_OK : ERRSHIM_NO_FIX;
+  });
+}
+
+void errshim_fix_free(errshim_fix* fix) { delete fix; }
+
+int errshim_fix_applied(const errshim_fix* fix) { return (fix != nullptr && fix->applied) ? 1 : 0; }
+const char* errshim_fix_config_text(const errshim_fix* fix) { return fix != nullptr ? fix->config.c_str() : nullptr; }
+const char* errshim_fix_format(const errshim_fix* fix) { return fix != nullptr ? fix->format.c_str() : nullptr; }
+const char* errshim_fix_entry_id(const errshim_fix* fix) {
+  return fix != nullptr ? errshim_diagnosis_id(&fix->diagnosis) : nullptr;
+}
+int errshim_fix_step(const errshim_fix* fix) { return fix != nullptr ? fix->step : -1; }
+const char* errshim_fix_step_text(const errshim_fix* fix) { return fix != nullptr ? fix->step_text.c_str() : nullptr; }
+const char* errshim_fix_safety(const errshim_fix* fix) { return fix != nullptr ? fix->safety.c_str() : nullptr; }
+const errshim_diagnosis* errshim_fix_diagnosis(const errshim_fix* fix) {
+  return entry_of(fix != nullptr ? &fix->diagnosis : nullptr) != nullptr ? &fix->diagnosis : nullptr;
+}
+
+char* errshim_fix_json(const errshim_fix* fix) {
+  if (fix == nullptr) return nullptr;
+  try {
+    const errshim::Entry* e = entry_of(&fix->diagnosis);
+    std::string out = fmt::format("{{\"applied\": {}, \"entry\": {}, ", fix->applied ? "true" : "false",
+                                  e != nullptr ? errshim::json_quote(e->id) : "null");
+    if (fix->applied)
+      out += fmt::format("\"step\": {}, \"safety\": {}, ", fix->step, errshim::json_quote(fix->safety));
+    else
+      out += "\"step\": null, \"safety\": null, ";
+    out += "\"changes\": [";
+    for (std::size_t i = 0; i < fix->changes.size(); ++i) {
+      const errshim::Change& c = fix->changes[i];
+      out += fmt::format("{}{{\"path\": {}, \"before\": {}, \"after\": {}}}", i ? ", " : "",
+                         errshim::json_quote(errshim::to_string(c.path)), value_json(c.before), value_json(c.after));
+    }
+    out += "], \"decisions\": [";
+    for (std::size_t i = 0; i < fix->decisions.size(); ++i) out += (i ? ", " : "") + fix->decisions[i].to_json();
+    return copy_string(out + "]}");
+  } catch (...) {
+    return nullptr;
+  }
+}
+
+}  // extern "C"
