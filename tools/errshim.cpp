@@ -1,15 +1,21 @@
 // The errshim command-line tool. It uses only the public API, like any user.
 #include <cstdio>
 #include <fstream>
+#include <filesystem>
+#include <functional>
 #include <iostream>
 #include <iterator>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <fmt/format.h>
 
 #include "errshim/errshim.hpp"
+#include "errshim/scan.hpp"
 #include "errshim/importer.hpp"
 
 namespace {
@@ -41,6 +47,14 @@ usage:
   errshim import FILE...
       Convert error-database records (JSON, schemaVersion 2) into a catalog
       file on standard output; the text is marked imported.
+  errshim scan [--json] [--catalog PATH]... [--context K=V,...] [FILE...]
+      Find the error blocks in logs (standard input when no FILE, or '-'):
+      Python tracebacks, Rust 'Error:' chains and panics, libtorch
+      backtraces, ERROR/CRITICAL lines. Print how often each catalog entry
+      occurred with its first example, then the blocks nothing matched.
+      --json: one JSON object per line and block, as 'explain --json' plus
+      "file", "line" (where the block starts), "lines" and "kind".
+      A progress bar is shown on a terminal for inputs over 32 MiB.
   errshim --version | --help | COMMAND --help
 
 options:
@@ -53,10 +67,12 @@ options:
 
 exit codes:
   0  explain: recognised; lint: clean; list: done; fix: a fix was applied
-     (or, with --dry-run, would be); check: no known error ahead
+     (or, with --dry-run, would be); check: no known error ahead;
+     scan: at least one error block was recognised
   1  explain: nothing matched; lint: problems found; fix: nothing matched or
-     no fix allowed; check: known errors ahead
-  2  usage error, or a catalog that cannot be loaded
+     no fix allowed; check: known errors ahead;
+     scan: no error block was recognised (none found, or none known)
+  2  usage error, a catalog that cannot be loaded, or a file that cannot be read
 )";
 
 struct Args {
@@ -292,6 +308,82 @@ int lint(const Args& a) {
   return problems.empty() ? kOk : kNoMatch;
 }
 
+// A progress bar on standard error for one input, drawn only when the
+// percentage changes, and wiped when done so the report starts clean.
+class ProgressBar {
+ public:
+  ProgressBar(std::string name, std::uint64_t total) : name_(std::move(name)), total_(total) {}
+  ProgressBar(const ProgressBar&) = delete;
+  ProgressBar& operator=(const ProgressBar&) = delete;
+  ~ProgressBar() {
+    if (drawn_ >= 0) fmt::print(stderr, "\r\033[K");
+  }
+  void operator()(std::uint64_t done) {
+    const int percent = static_cast<int>(std::min<std::uint64_t>(100, total_ > 0 ? done * 100 / total_ : 100));
+    if (percent == drawn_) return;
+    drawn_ = percent;
+    constexpr int kWidth = 32;
+    const int filled = percent * kWidth / 100;
+    fmt::print(stderr, "\rerrshim scan: {} [{}{}] {:>3}%", name_, std::string(static_cast<std::size_t>(filled), '#'),
+               std::string(static_cast<std::size_t>(kWidth - filled), '.'), percent);
+    std::fflush(stderr);
+  }
+
+ private:
+  std::string name_;
+  std::uint64_t total_;
+  int drawn_ = -1;
+};
+
+// Bytes in a file or redirected standard input; 0 when unknown (a pipe).
+std::uint64_t input_size(const std::string& input) {
+  struct stat st {};
+  const int rc = input == "-" ? fstat(STDIN_FILENO, &st) : stat(input.c_str(), &st);
+  return (rc == 0 && S_ISREG(st.st_mode)) ? static_cast<std::uint64_t>(st.st_size) : 0;
+}
+
+int scan(const Args& a) {
+  constexpr std::uint64_t kProgressFrom = 32u << 20;
+  const auto catalog = catalog_for(a);
+  std::vector<std::string> inputs = a.positional;
+  if (inputs.empty()) inputs.push_back("-");
+  // The bar goes to a terminal only, and not where it would tear JSON lines
+  // printed to the same terminal.
+  const bool bar_allowed = isatty(STDERR_FILENO) == 1 && !(a.json && isatty(STDOUT_FILENO) == 1);
+  errshim::ScanSummary summary;
+  errshim::ScanOptions options;
+  options.context = a.context;
+  std::uint64_t matched = 0;
+  for (const std::string& input : inputs) {
+    const bool from_stdin = input == "-";
+    std::ifstream file;
+    if (!from_stdin) {
+      std::error_code ec;
+      if (std::filesystem::is_directory(input, ec)) throw usage_error(fmt::format("'{}' is a directory", input));
+      file.open(input, std::ios::binary);
+      if (!file) throw usage_error(fmt::format("cannot read '{}'", input));
+    }
+    const std::string name = from_stdin ? "<stdin>" : input;
+    const std::uint64_t size = input_size(input);
+    std::optional<ProgressBar> bar;
+    if (bar_allowed && size >= kProgressFrom) bar.emplace(name, size);
+    options.on_progress = nullptr;
+    if (bar) options.on_progress = std::ref(*bar);
+    const errshim::ScanStats stats = errshim::scan(
+        from_stdin ? std::cin : file, name, *catalog,
+        [&](const errshim::ScanBlock& block) {
+          if (!a.json) return summary.add(block);
+          bar.reset();  // a JSON line never lands on top of the bar
+          fmt::print("{}\n", errshim::to_json(block));
+          std::fflush(stdout);  // streaming: a reader (jq, a tail -f pipeline) sees each block as it ends
+        },
+        options);
+    matched += stats.matched;
+  }
+  if (!a.json) fmt::print("{}", summary.to_text());
+  return matched > 0 ? kOk : kNoMatch;
+}
+
 int list(const Args& a) {
   const auto catalog = catalog_for(a);
   for (const auto& e : catalog->entries()) {
@@ -327,6 +419,7 @@ int run(int argc, char** argv) {
     if (a.command == "explain") return explain(a);
     if (a.command == "lint") return lint(a);
     if (a.command == "list") return list(a);
+    if (a.command == "scan") return scan(a);
     if (a.command == "fix") return fix(a);
     if (a.command == "check") return check(a);
     if (a.command == "import") return import_files(a);

@@ -14,3 +14,4 @@
 #include "errshim/metrics.hpp"
 #include "errshim/preflight.hpp"
 #include "errshim/remediation.hpp"
+#include "errshim/scan.hpp"
