@@ -97,6 +97,8 @@ bool Catalog::claims(std::string_view id, std::string_view message) const noexce
   return it != impl_->by_id.end() && impl_->matcher.claims(it->second, message);
 }
 
+std::vector<Problem> Catalog::compile_all() const { return impl_->matcher.compile_all(); }
+
 CatalogPtr Catalog::embedded() {
   // Built once; a broken embedded catalog is a build defect that the test
   // suite's lint of patterns/ catches, so this throwing is not a run-time case.

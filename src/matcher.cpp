@@ -2,9 +2,16 @@
 
 #include <algorithm>
 #include <cctype>
+#include <limits>
+#include <mutex>
+#include <optional>
 #include <tuple>
+#include <unordered_map>
 
+#include <boost/regex.hpp>
 #include <fmt/format.h>
+
+#include "literal_extract.hpp"
 
 namespace errshim::detail {
 
@@ -12,11 +19,24 @@ namespace {
 constexpr auto kSyntax = boost::regex::perl;
 // '.' never crosses a line: an error message is matched within its lines.
 const auto kSearch = boost::match_default | boost::match_not_dot_newline;
+constexpr std::size_t kNoHit = std::numeric_limits<std::size_t>::max();  // candidate without a literal hit
 
-std::string trim_right(std::string s) {
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.pop_back();
-  return s;
+// [first, last) without trailing spaces. (Boost's sub_match::str() appends
+// one character at a time: a tenth of a short match's time.)
+std::string trimmed(const char* first, const char* last) {
+  while (last != first && std::isspace(static_cast<unsigned char>(last[-1]))) --last;
+  return std::string(first, last);
 }
+
+std::string compile_error(const boost::regex_error& err, const std::string& pattern, const char* what) {
+  return fmt::format("{}does not compile: {} (at character {} of '{}')", what, err.what(), err.position() + 1, pattern);
+}
+
+struct Candidate {
+  std::uint32_t entry;
+  std::size_t hit;  // a position of the entry's literal in the segment, or kNoHit
+  bool operator<(const Candidate& o) const { return entry != o.entry ? entry < o.entry : hit < o.hit; }
+};
 }  // namespace
 
 std::size_t literal_length(std::string_view re) {
@@ -56,101 +76,288 @@ std::size_t literal_length(std::string_view re) {
   return count;
 }
 
+// ------------------------------------------------------------------- entries
+
+struct Matcher::Slot {
+  // `re` and `error` are written once, inside call_once, before any reader
+  // gets past its own call_once on the same flag: no lock on the hot path.
+  std::once_flag once;
+  boost::regex re;
+  std::string error;  // non-empty: `re` did not compile
+  std::vector<boost::regex> unless;
+  std::size_t specificity = 0;          // literal characters in the pattern (the winner rule)
+  std::size_t max_offset = kUnbounded;  // most bytes a match starts before its literal
+  bool single_line = false;             // a match starts on its literal's line
+  bool line_local = false;              // a match lies within one line: search only the literal's lines
+};
+
 Matcher::Matcher(std::vector<std::shared_ptr<const Entry>> entries, std::vector<Problem>& problems)
-    : entries_(std::move(entries)) {
-  compiled_.resize(entries_.size());
-  for (std::size_t i = 0; i < entries_.size(); ++i) {
+    : entries_(std::move(entries)), slots_(new Slot[entries_.size()]) {
+  const std::size_t n = entries_.size();
+  std::vector<RegexLiterals> literals(n);
+  for (std::size_t i = 0; i < n; ++i) {
     const Entry& e = *entries_[i];
-    Compiled& c = compiled_[i];
-    try {
-      c.re.assign(e.pattern, kSyntax);
-    } catch (const boost::regex_error& err) {
-      problems.push_back({e.where, e.id,
-                          fmt::format("pattern does not compile: {} (at character {} of '{}')", err.what(),
-                                      err.position() + 1, e.pattern)});
+    Slot& s = slots_[i];
+    s.specificity = literal_length(e.pattern);
+    // A raw pattern is the author's own regex: compile it now so a broken one
+    // fails the build. A template's regex is valid by construction.
+    if (e.template_text.empty()) {
+      std::call_once(s.once, [this, i] { compile(i); });
+      if (!s.error.empty()) problems.push_back({e.where, e.id, s.error});
     }
     for (const std::string& u : e.unless) {
       try {
-        c.unless.emplace_back(u, kSyntax);
+        s.unless.emplace_back(u, kSyntax);
       } catch (const boost::regex_error& err) {
-        problems.push_back({e.where, e.id,
-                            fmt::format("'unless' pattern does not compile: {} (at character {} of '{}')", err.what(),
-                                        err.position() + 1, u)});
+        problems.push_back({e.where, e.id, compile_error(err, u, "'unless' pattern ")});
       }
     }
-    c.specificity = literal_length(e.pattern);
+    literals[i] = required_literals(e.pattern);
   }
+
+  KeyChoice choice = choose_keys(literals);
+  literals = {};
+  // Entries sharing a literal share one key in the index.
+  std::vector<std::string> keys;
+  std::vector<std::uint32_t> key_of(n, std::numeric_limits<std::uint32_t>::max());
+  std::unordered_map<std::string_view, std::uint32_t> key_ids;
+  key_ids.reserve(n);
+  also_begin_.reserve(n + 1);
+  for (std::size_t i = 0; i < n; ++i) {
+    const EntryKey& k = choice.keys[i];
+    also_begin_.push_back(static_cast<std::uint32_t>(also_bytes_.size()));
+    also_bytes_ += k.also;
+    if (k.text.empty()) continue;
+    const auto [it, fresh] = key_ids.emplace(k.text, static_cast<std::uint32_t>(keys.size()));
+    if (fresh) keys.push_back(k.text);
+    key_of[i] = it->second;
+    slots_[i].max_offset = k.max_offset;
+    slots_[i].single_line = k.single_line_prefix;
+    slots_[i].line_local = k.line_local;
+  }
+  also_begin_.push_back(static_cast<std::uint32_t>(also_bytes_.size()));
+  key_ids.clear();
+  index_ = LiteralIndex(keys, [&choice](const char* p, std::size_t width) { return choice.gram_weight(p, width); });
+
+  // Keys the index cannot hold (shorter than its anchor): their entries are
+  // checked on every segment, like those without a literal.
+  std::vector<bool> unindexed(keys.size(), false);
+  for (std::size_t k : index_.unindexed()) unindexed[k] = true;
+  key_entry_begin_.assign(keys.size() + 1, 0);
+  for (std::size_t i = 0; i < n; ++i) {
+    if (key_of[i] == std::numeric_limits<std::uint32_t>::max() || unindexed[key_of[i]])
+      always_.push_back(static_cast<std::uint32_t>(i));
+    else
+      ++key_entry_begin_[key_of[i] + 1];
+  }
+  for (std::size_t k = 0; k < keys.size(); ++k) key_entry_begin_[k + 1] += key_entry_begin_[k];
+  for (std::uint32_t i : always_) key_of[i] = std::numeric_limits<std::uint32_t>::max();
+  entry_key_ = key_of;
+  key_entries_.resize(key_entry_begin_.back());
+  std::vector<std::uint32_t> fill(key_entry_begin_.begin(), key_entry_begin_.end() - 1);
+  for (std::size_t i = 0; i < n; ++i)
+    if (key_of[i] != std::numeric_limits<std::uint32_t>::max() && !unindexed[key_of[i]])
+      key_entries_[fill[key_of[i]]++] = static_cast<std::uint32_t>(i);
 }
 
-bool Matcher::search(std::size_t index, const std::string& text, boost::smatch& m,
-                     std::vector<std::string>* problems) const {
-  const Compiled& c = compiled_[index];
+Matcher::~Matcher() = default;
+
+std::string_view Matcher::also(std::size_t index) const noexcept {
+  return std::string_view(also_bytes_).substr(also_begin_[index], also_begin_[index + 1] - also_begin_[index]);
+}
+
+std::string_view Matcher::literal(std::size_t index) const noexcept {
+  const std::uint32_t k = entry_key_[index];
+  return k == std::numeric_limits<std::uint32_t>::max() ? std::string_view() : index_.key(k);
+}
+
+void Matcher::compile(std::size_t index) const {
+  Slot& s = slots_[index];
+  const Entry& e = *entries_[index];
   try {
-    if (!boost::regex_search(text, m, c.re, kSearch)) return false;
-    for (const boost::regex& u : c.unless) {
-      boost::smatch um;
-      if (boost::regex_search(text, um, u, kSearch)) return false;
+    s.re.assign(e.pattern, kSyntax);
+  } catch (const boost::regex_error& err) {
+    s.error = compile_error(err, e.pattern, "pattern ");
+  }
+  // Anything else (out of memory) leaves the flag unset, so a later call
+  // tries again.
+  compiled_.fetch_add(1, std::memory_order_relaxed);
+}
+
+const Matcher::Slot* Matcher::compiled(std::size_t index) const {
+  Slot& s = slots_[index];
+  std::call_once(s.once, [this, index] { compile(index); });
+  return s.error.empty() ? &s : nullptr;
+}
+
+std::size_t Matcher::search_start(std::size_t index, std::string_view text, std::size_t hit) const noexcept {
+  if (hit == kNoHit) return 0;
+  const Slot& s = slots_[index];
+  // Every match contains the literal at or after its first occurrence, at
+  // most max_offset bytes after the match's start; with a single-line
+  // prefix, the match also starts on that occurrence's line or later.
+  std::size_t start = (s.max_offset != kUnbounded && hit > s.max_offset) ? hit - s.max_offset : 0;
+  if (s.single_line && hit > 0) {
+    const std::size_t nl = text.rfind('\n', hit - 1);
+    if (nl != std::string_view::npos) start = std::max(start, nl + 1);
+  }
+  return start;
+}
+
+// ------------------------------------------------------------------ matching
+
+// One call: the best hit so far (winner rule) and the problems seen.
+class Matcher::Run {
+ public:
+  Run(const Matcher& m, const Context& context, MatchResult& result) : m_(m), context_(context), result_(result) {}
+
+  // Searches segment `segment` with entry `index`, given the positions of
+  // its literal there (`hits`, ascending; empty: search all of it). With
+  // `prune`, an entry that cannot beat the best hit on priority and
+  // specificity is not searched at all.
+  void consider(std::size_t index, std::size_t segment, std::string_view text, const Candidate* hits,
+                std::size_t hit_count, bool prune) {
+    const Entry& e = *m_.entries_[index];
+    const ScopeFit fit = scope_fit(e.applies_to, context_);
+    if (fit == ScopeFit::contradicted) return;
+    if (prune && best_ && rank(index) > rank(best_->entry)) return;
+    Hit h;
+    h.m = spare_;
+    if (!search_hits(index, text, hits, hit_count, *h.m)) return;
+    h.entry = index;
+    h.segment = segment;
+    h.position = static_cast<std::size_t>((*h.m)[0].first - text.data());
+    h.fit = fit;
+    if (!best_ || key(h) < key(*best_)) {
+      spare_ = best_ ? best_->m : spare_ == &results_[0] ? &results_[1] : &results_[0];
+      best_ = h;
     }
-    return true;
-  } catch (const std::exception& err) {
-    // Boost gives up on runaway backtracking by throwing; to the host that
-    // is this entry not matching, and a report.
-    if (problems) problems->push_back(fmt::format("entry '{}' gave up on this message: {}", entries_[index]->id, err.what()));
+  }
+
+  // The leftmost match in `text`, found from the literal's positions: a
+  // match contains an occurrence of the literal, so it starts no earlier
+  // than search_start() of the first one; a line-local regex is searched
+  // only on the lines holding an occurrence, each line alone (a false
+  // candidate then costs one line, not the rest of a long text).
+  bool search_hits(std::size_t index, std::string_view text, const Candidate* hits, std::size_t hit_count,
+                   boost::cmatch& m) {
+    if (hit_count == 0 || hits[0].hit == kNoHit) return search(index, text, 0, text.size(), m);
+    // A match lies in [start, end) and holds the entry's second literal too:
+    // a substring search rules out most entries that share the first.
+    const std::string_view also = m_.also(index);
+    auto holds_also = [&](std::size_t start, std::size_t end) {
+      return also.empty() || text.substr(start, end - start).find(also) != std::string_view::npos;
+    };
+    if (!m_.slots_[index].line_local) {
+      const std::size_t start = m_.search_start(index, text, hits[0].hit);
+      return holds_also(start, text.size()) && search(index, text, start, text.size(), m);
+    }
+    std::size_t searched = 0;  // lines before this are done
+    for (std::size_t k = 0; k < hit_count; ++k) {
+      const std::size_t at = hits[k].hit;
+      if (at < searched) continue;
+      const std::size_t nl = text.find('\n', at);
+      const std::size_t line_end = nl == std::string_view::npos ? text.size() : nl;
+      const std::size_t start = m_.search_start(index, text, at);
+      if (holds_also(start, line_end) && search(index, text, start, line_end, m)) return true;
+      searched = line_end + 1;
+    }
     return false;
   }
-}
 
-struct Matcher::Hit {
-  std::size_t entry = 0;
-  std::size_t segment = 0;
-  std::size_t position = 0;
-  ScopeFit fit = ScopeFit::general;
-  boost::smatch m;
+  // Whether entry `index` matches text[start, end) (text before `start` is
+  // context for ^, \b and look-behind) and no `unless` matches `text`.
+  bool search(std::size_t index, std::string_view text, std::size_t start, std::size_t end, boost::cmatch& m) {
+    const Entry& e = *m_.entries_[index];
+    try {
+      const Slot* s = m_.compiled(index);
+      if (!s) {
+        result_.problems.push_back(fmt::format("entry '{}' cannot be matched: {}", e.id, m_.slots_[index].error));
+        return false;
+      }
+      const char* const begin = text.data();
+      // Starting late, Boost must still see the text before the start for
+      // ^, \b and look-behind: match_prev_avail, and `begin` as the base.
+      const auto flags = start > 0 ? kSearch | boost::match_prev_avail : kSearch;
+      if (!boost::regex_search(begin + start, begin + end, m, s->re, flags, begin)) return false;
+      for (const boost::regex& u : s->unless) {
+        boost::cmatch um;
+        if (boost::regex_search(begin, begin + text.size(), um, u, kSearch)) return false;
+      }
+      return true;
+    } catch (const std::exception& err) {
+      // Boost gives up on runaway backtracking by throwing; to the host that
+      // is this entry not matching, and a report.
+      result_.problems.push_back(fmt::format("entry '{}' gave up on this message: {}", e.id, err.what()));
+      return false;
+    }
+  }
+
+  void finish(std::string_view message, const Normalized& norm) {
+    if (!best_) return;
+    const Entry& e = *m_.entries_[best_->entry];
+    const Segment& seg = norm.segments[best_->segment];
+    Diagnosis d;
+    d.entry = m_.entries_[best_->entry];
+    d.captures.reserve(e.capture_names.size());
+    for (const std::string& name : e.capture_names) {
+      const auto& sub = (*best_->m)[name];
+      d.captures.push_back({name, sub.matched ? trimmed(sub.first, sub.second) : std::string()});
+    }
+    d.matched = trimmed((*best_->m)[0].first, (*best_->m)[0].second);
+    d.segment = seg.text;
+    d.exception_class = seg.exception_class;
+    d.raw = std::string(message.substr(0, kMaxInputBytes));
+    result_.diagnosis = std::move(d);
+  }
+
+ private:
+  struct Hit {
+    std::size_t entry = 0;
+    std::size_t segment = 0;
+    std::size_t position = 0;
+    ScopeFit fit = ScopeFit::general;
+    boost::cmatch* m = nullptr;  // one of results_
+  };
+
+  // Smaller wins: priority (high first), specificity (high first).
+  std::pair<long long, long long> rank(std::size_t index) const {
+    return {-static_cast<long long>(m_.entries_[index]->priority),
+            -static_cast<long long>(m_.slots_[index].specificity)};
+  }
+  // The whole rule: then scope fit (best first), segment (root cause
+  // first), position, id.
+  using Key = std::tuple<long long, long long, int, std::size_t, std::size_t, std::string_view>;
+  Key key(const Hit& h) const {
+    const auto [priority, specificity] = rank(h.entry);
+    return std::make_tuple(priority, specificity, -static_cast<int>(h.fit), h.segment, h.position,
+                           std::string_view(m_.entries_[h.entry]->id));
+  }
+
+  const Matcher& m_;
+  const Context& context_;
+  MatchResult& result_;
+  std::optional<Hit> best_;
+  // Match results for the best hit and the current search, swapped rather
+  // than copied; kept per thread so a call allocates none in steady state.
+  static thread_local boost::cmatch results_[2];
+  boost::cmatch* spare_ = &results_[0];
 };
 
-MatchResult Matcher::match(std::string_view message, const Context& context) const noexcept {
+thread_local boost::cmatch Matcher::Run::results_[2];
+
+namespace {
+// Runs `body(norm, run)` with the usual framing: normalisation, the size
+// report, and "never throws".
+template <class Body>
+MatchResult framed(std::string_view message, Body&& body) noexcept {
   MatchResult result;
   try {
     const Normalized norm = normalize(message);
     if (norm.truncated)
       result.problems.push_back(fmt::format("message of {} bytes cut to its first and last {} KiB", message.size(),
                                             kMaxInputBytes / 2048));
-    std::optional<Hit> best;
-    // Smaller key wins: priority (high first), specificity (high first),
-    // scope fit (best first), segment (root cause first), position, id.
-    auto key = [this](const Hit& h) {
-      const Entry& e = *entries_[h.entry];
-      return std::make_tuple(-static_cast<long long>(e.priority), -static_cast<long long>(compiled_[h.entry].specificity),
-                             -static_cast<int>(h.fit), h.segment, h.position, std::string_view(e.id));
-    };
-    for (std::size_t s = 0; s < norm.segments.size(); ++s) {
-      const std::string& text = norm.segments[s].text;
-      for (std::size_t i = 0; i < entries_.size(); ++i) {
-        Hit h;
-        h.fit = scope_fit(entries_[i]->applies_to, context);
-        if (h.fit == ScopeFit::contradicted) continue;
-        if (!search(i, text, h.m, &result.problems)) continue;
-        h.entry = i;
-        h.segment = s;
-        h.position = static_cast<std::size_t>(h.m.position(static_cast<std::size_t>(0)));
-        if (!best || key(h) < key(*best)) best = std::move(h);
-      }
-    }
-    if (!best) return result;
-
-    const Entry& e = *entries_[best->entry];
-    const Segment& seg = norm.segments[best->segment];
-    Diagnosis d;
-    d.entry = entries_[best->entry];
-    for (const std::string& name : e.capture_names) {
-      const auto& sub = best->m[name];
-      d.captures.push_back({name, sub.matched ? trim_right(sub.str()) : std::string()});
-    }
-    d.matched = trim_right(best->m[0].str());
-    d.segment = seg.text;
-    d.exception_class = seg.exception_class;
-    d.raw = std::string(message.substr(0, kMaxInputBytes));
-    result.diagnosis = std::move(d);
+    body(norm, result);
   } catch (const std::exception& err) {
     // Out of memory or similar: the host gets "no match", never an exception.
     result.diagnosis.reset();
@@ -161,17 +368,115 @@ MatchResult Matcher::match(std::string_view message, const Context& context) con
   }
   return result;
 }
+}  // namespace
+
+MatchResult Matcher::match(std::string_view message, const Context& context) const noexcept {
+  return framed(message, [&](const Normalized& norm, MatchResult& result) {
+    Run run(*this, context, result);
+    // Reused by each thread's calls: no allocation per message.
+    thread_local std::vector<Candidate> candidates;
+    for (std::size_t s = 0; s < norm.segments.size(); ++s) {
+      const std::string_view text = norm.segments[s].text;
+      candidates.clear();
+      index_.scan(text, [&](std::size_t key, std::size_t position) {
+        for (std::uint32_t k = key_entry_begin_[key]; k < key_entry_begin_[key + 1]; ++k)
+          candidates.push_back({key_entries_[k], position});
+      });
+      for (std::uint32_t i : always_) candidates.push_back({i, kNoHit});
+      // Each entry once, with its literal's positions in order.
+      std::sort(candidates.begin(), candidates.end());
+      for (std::size_t c = 0, next = 0; c < candidates.size(); c = next) {
+        while (next < candidates.size() && candidates[next].entry == candidates[c].entry) ++next;
+        run.consider(candidates[c].entry, s, text, &candidates[c], next - c, true);
+      }
+    }
+    if (candidates.capacity() > 4096) candidates = {};  // a huge message keeps no memory
+    run.finish(message, norm);
+  });
+}
+
+MatchResult Matcher::match_naive(std::string_view message, const Context& context) const noexcept {
+  return framed(message, [&](const Normalized& norm, MatchResult& result) {
+    Run run(*this, context, result);
+    for (std::size_t s = 0; s < norm.segments.size(); ++s)
+      for (std::size_t i = 0; i < entries_.size(); ++i) run.consider(i, s, norm.segments[s].text, nullptr, 0, false);
+    run.finish(message, norm);
+  });
+}
+
+MatchResult Matcher::match_prefiltered(std::string_view message, const Context& context,
+                                       const Prefilter& prefilter) const noexcept {
+  return framed(message, [&](const Normalized& norm, MatchResult& result) {
+    Run run(*this, context, result);
+    std::vector<std::uint32_t> ids;
+    for (std::size_t s = 0; s < norm.segments.size(); ++s) {
+      const std::string_view text = norm.segments[s].text;
+      ids.clear();
+      prefilter(text, ids);
+      std::sort(ids.begin(), ids.end());
+      ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+      for (std::uint32_t i : ids)
+        if (i < entries_.size()) run.consider(i, s, text, nullptr, 0, true);
+    }
+    run.finish(message, norm);
+  });
+}
 
 bool Matcher::claims(std::size_t index, std::string_view message) const noexcept {
   try {
     const Normalized norm = normalize(message);
+    MatchResult ignored;
+    const Context none;
+    Run run(*this, none, ignored);
     for (const Segment& seg : norm.segments) {
-      boost::smatch m;
-      if (search(index, seg.text, m, nullptr)) return true;
+      boost::cmatch m;
+      if (run.search(index, seg.text, 0, seg.text.size(), m)) return true;
     }
   } catch (...) {
   }
   return false;
+}
+
+std::vector<Problem> Matcher::compile_all() const {
+  std::vector<Problem> problems;
+  for (std::size_t i = 0; i < entries_.size(); ++i)
+    if (!compiled(i)) problems.push_back({entries_[i]->where, entries_[i]->id, slots_[i].error});
+  return problems;
+}
+
+std::size_t Matcher::candidate_count(std::string_view message) const noexcept {
+  try {
+    const Normalized norm = normalize(message);
+    std::size_t count = 0;
+    std::vector<std::uint32_t> found;
+    for (const Segment& seg : norm.segments) {
+      found.clear();
+      index_.scan(seg.text, [&](std::size_t key, std::size_t) {
+        for (std::uint32_t k = key_entry_begin_[key]; k < key_entry_begin_[key + 1]; ++k) found.push_back(key_entries_[k]);
+      });
+      std::sort(found.begin(), found.end());
+      count += static_cast<std::size_t>(std::unique(found.begin(), found.end()) - found.begin()) + always_.size();
+    }
+    return count;
+  } catch (...) {
+    return 0;
+  }
+}
+
+Matcher::Stats Matcher::stats() const noexcept {
+  Stats st;
+  st.entries = entries_.size();
+  st.always_checked = always_.size();
+  st.keys = index_.key_count();
+  for (std::size_t i = 0; i < entries_.size(); ++i) {
+    st.bounded_start += slots_[i].max_offset != kUnbounded;
+    st.line_start += slots_[i].single_line;
+    st.line_local += slots_[i].line_local;
+  }
+  st.compiled = compiled_.load(std::memory_order_relaxed);
+  st.index_bytes = index_.memory_bytes() + (key_entry_begin_.capacity() + key_entries_.capacity() + always_.capacity()) *
+                                               sizeof(std::uint32_t);
+  return st;
 }
 
 }  // namespace errshim::detail

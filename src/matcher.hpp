@@ -1,50 +1,117 @@
 // The compiled set of catalog patterns and the rule that picks a winner.
-// All matching lives behind this class so its internals (today a loop over
-// Boost regexes) can change without touching the catalog or the callers.
+// All matching lives behind this class so its internals can change without
+// touching the catalog or the callers.
+//
+// How a message is matched (match()): it is normalised into segments; each
+// segment is scanned once by a LiteralIndex holding, for every entry, one
+// literal that every match of the entry's regex contains (chosen across the
+// catalog for rarity, literal_extract.hpp). Only the entries whose literal
+// occurs (plus the few with no usable literal) run their Boost regex, which
+// confirms the match and reads the captures; the search starts as late as
+// the literal's position allows. The winner rule (Catalog::match) is applied
+// to the confirmed hits, so the result is the same as trying every regex
+// (match_naive(), kept as the reference for tests and benchmarks).
+//
+// Template regexes compile on first use as a candidate (std::call_once per
+// entry: a shared, immutable catalog is safe to match from many threads);
+// raw `pattern`s and `unless` regexes compile in the constructor, so one
+// that does not compile is reported when the catalog is built.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
+#include <cstdint>
+#include <functional>
 #include <memory>
+#include <string>
 #include <string_view>
 #include <vector>
 
-#include <boost/regex.hpp>
-
 #include "errshim/catalog.hpp"
 #include "errshim/normalize.hpp"
+#include "literal_index.hpp"
 
 namespace errshim::detail {
 
 class Matcher {
  public:
-  // Compiles every entry's pattern and `unless` list. Each one that does not
-  // compile is reported in `problems` with the entry's position.
+  // Indexes every entry; compiles raw patterns and `unless` lists now, and
+  // reports each one that does not compile in `problems` with the entry's
+  // position. Template regexes are valid by construction (template.cpp) and
+  // compile on first use.
   Matcher(std::vector<std::shared_ptr<const Entry>> entries, std::vector<Problem>& problems);
+  ~Matcher();
+  Matcher(const Matcher&) = delete;
+  Matcher& operator=(const Matcher&) = delete;
 
   // Normalises `message`, then applies the winner rule documented on
   // Catalog::match. Never throws: a regex that gives up (Boost's complexity
   // limit) counts as "did not match" and is reported in the result.
   MatchResult match(std::string_view message, const Context& context) const noexcept;
 
+  // The reference the prefilter must agree with: every entry's regex on
+  // every segment, searched from the start. Same diagnosis as match(); the
+  // problems list can differ only for regexes that give up (match() does
+  // not run entries that cannot win). For tests and benchmarks.
+  MatchResult match_naive(std::string_view message, const Context& context) const noexcept;
+
+  // Like match(), with the candidate entries of each segment given by
+  // another prefilter (benchmarks compare Hyperscan and RE2::Set this way).
+  // The prefilter appends entry indices; each is confirmed by its regex
+  // searched from the segment's start.
+  using Prefilter = std::function<void(std::string_view segment, std::vector<std::uint32_t>& candidates)>;
+  MatchResult match_prefiltered(std::string_view message, const Context& context, const Prefilter& prefilter) const noexcept;
+
   // Whether entry `index` claims some segment of `message` (ignoring rivals).
   bool claims(std::size_t index, std::string_view message) const noexcept;
+
+  // Compiles every regex not compiled yet; a problem for each that fails
+  // (none is expected: templates are valid by construction). For lint.
+  std::vector<Problem> compile_all() const;
+
+  // How many entries the prefilter hands to their regexes for `message`,
+  // over all its segments (before pruning by the winner rule).
+  std::size_t candidate_count(std::string_view message) const noexcept;
+
+  struct Stats {
+    std::size_t entries = 0;
+    std::size_t always_checked = 0;  // no usable literal: every segment runs them
+    std::size_t keys = 0;            // distinct literals in the index
+    std::size_t bounded_start = 0;   // entries whose search starts a bounded distance before the hit
+    std::size_t line_start = 0;      // entries whose search starts at the hit's line
+    std::size_t line_local = 0;      // entries searched only on the lines holding their literal
+    std::size_t compiled = 0;        // regexes compiled so far
+    std::size_t index_bytes = 0;
+  };
+  Stats stats() const noexcept;
+
+  // The literal the index looks for on behalf of entry `index`; empty when
+  // the entry is checked on every segment.
+  std::string_view literal(std::size_t index) const noexcept;
 
   const std::vector<std::shared_ptr<const Entry>>& entries() const noexcept { return entries_; }
 
  private:
-  struct Compiled {
-    boost::regex re;
-    std::vector<boost::regex> unless;
-    std::size_t specificity = 0;  // literal characters in the pattern
-  };
-  struct Hit;
+  struct Slot;  // per entry: the lazily compiled regex, `unless`, where to start
+  class Run;    // one match() call: the best hit so far and its problems
 
-  // Searches one segment with one entry; false on no match or on a regex
-  // that gave up (then `problems` says so).
-  bool search(std::size_t index, const std::string& text, boost::smatch& m, std::vector<std::string>* problems) const;
+  // The entry's slot with its regex compiled (on first use); null when the
+  // regex does not compile (`error` in the slot says why).
+  const Slot* compiled(std::size_t index) const;
+  void compile(std::size_t index) const;
+  std::size_t search_start(std::size_t index, std::string_view text, std::size_t hit) const noexcept;
+  std::string_view also(std::size_t index) const noexcept;  // EntryKey::also
 
   std::vector<std::shared_ptr<const Entry>> entries_;
-  std::vector<Compiled> compiled_;
+  std::unique_ptr<Slot[]> slots_;
+  LiteralIndex index_;
+  std::vector<std::uint32_t> key_entry_begin_;  // entries of key k: key_entries_[begin[k], begin[k+1])
+  std::vector<std::uint32_t> key_entries_;
+  std::vector<std::uint32_t> always_;  // entries with no usable literal, ascending
+  std::vector<std::uint32_t> entry_key_;  // entry -> key id (uint32 max: none)
+  std::string also_bytes_;                // EntryKey::also of entry i: also_bytes_[also_begin_[i], also_begin_[i+1])
+  std::vector<std::uint32_t> also_begin_;
+  mutable std::atomic<std::size_t> compiled_{0};
 };
 
 // Counts the characters of a regex that must appear literally in every match

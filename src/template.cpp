@@ -582,13 +582,19 @@ CompiledTemplate compile_template(std::string_view tmpl,
                                            "and blanks: it would match almost any line");
   }
   check_capture_patterns(capture_patterns, out.capture_names);
-  try {
-    boost::regex check(out.regex, boost::regex::perl);
-  } catch (const boost::regex_error& e) {
-    // Only reachable through a capture pattern that is valid alone but not
-    // inside a group (an unterminated \Q, say).
-    throw template_error(
-        0, std::string("the regex built from this template does not compile: ") + e.what());
+  // Without capture_patterns the regex is valid by construction (escaped
+  // literals, groups with fixed bodies, \k<> after its group), so it is not
+  // compiled here: the matcher compiles it on first use, which keeps loading
+  // a large catalog fast. An override is author-written regex text: it can
+  // be valid alone but not inside a group (an unterminated \Q, say), so the
+  // whole regex is checked then.
+  if (!capture_patterns.empty()) {
+    try {
+      boost::regex check(out.regex, boost::regex::perl);
+    } catch (const boost::regex_error& e) {
+      throw template_error(
+          0, std::string("the regex built from this template does not compile: ") + e.what());
+    }
   }
   return out;
 }

@@ -2,6 +2,8 @@
 // work that reports instead of throwing.
 #include <gtest/gtest.h>
 
+#include <array>
+
 #include <errshim/catalog.hpp>
 
 #include "matcher.hpp"
@@ -105,6 +107,87 @@ TEST(Matcher, ClaimsIgnoresRivalsButHonoursUnless) {
   EXPECT_TRUE(cat->claims("lib.specific", "window is not supported"));
   EXPECT_FALSE(cat->claims("lib.specific", "sliding window is not supported"));
   EXPECT_FALSE(cat->claims("lib.unknown", "window is not supported"));
+}
+
+// A catalog of raw patterns (source text as YAML single-quoted scalars).
+CatalogPtr raw_catalog(const std::vector<std::array<std::string, 3>>& id_pattern_example) {
+  std::string y;
+  for (const auto& [id, pattern, example] : id_pattern_example) {
+    std::string e = entry_yaml(id, "x");
+    e.replace(e.find("template: 'x'"), 13, "pattern: '" + pattern + "'");
+    e.replace(e.find("match: ['x']"), 12, "match: ['" + example + "']");
+    y += e;
+  }
+  return catalog_from(file_yaml(y));
+}
+
+// The prefilter starts Boost late (near the literal) and, for single-line
+// patterns, searches only the lines holding the literal: anchors, word
+// edges and look-behind must still see the text around, and the leftmost
+// match must stay the naive loop's.
+TEST(Matcher, StartingNearTheLiteralKeepsAnchorsEdgesAndLookBehind) {
+  const auto cat = raw_catalog({{"lib.anchored", "^cache is full", "cache is full"},
+                                {"lib.edge", "\\bshard lost (?<n>\\d+)", "shard lost 7"},
+                                {"lib.behind", "(?<=\\[)E42\\] bad config", "[E42] bad config"},
+                                {"lib.tail", "queue overflow at (?<at>\\w+)$", "queue overflow at b2"}});
+  std::vector<Problem> problems;
+  const detail::Matcher m(cat->entries(), problems);
+  struct Case {
+    std::string message, id, matched;
+  };
+  const std::vector<Case> cases = {
+      {"note: the cache is full\ncache is full", "lib.anchored", "cache is full"},
+      {"note: the cache is full, sadly", "", ""},
+      {"reshard lost 3; shard lost 7", "lib.edge", "shard lost 7"},
+      {"x E42] bad config [E42] bad config", "lib.behind", "E42] bad config"},
+      {"queue overflow at a1 later\nqueue overflow at b2", "lib.tail", "queue overflow at b2"},
+  };
+  for (const Case& c : cases) {
+    const MatchResult fast = m.match(c.message, {});
+    const MatchResult naive = m.match_naive(c.message, {});
+    ASSERT_EQ(fast.diagnosis.has_value(), !c.id.empty()) << c.message;
+    ASSERT_EQ(naive.diagnosis.has_value(), !c.id.empty()) << c.message;
+    if (c.id.empty()) continue;
+    EXPECT_EQ(fast.diagnosis->id(), c.id);
+    EXPECT_EQ(fast.diagnosis->matched, c.matched) << c.message;
+    EXPECT_EQ(naive.diagnosis->matched, c.matched) << c.message;
+    EXPECT_EQ(fast.diagnosis->captures, naive.diagnosis->captures) << c.message;
+  }
+}
+
+TEST(Matcher, LeftmostMatchWhenTheLiteralFirstOccursWhereNoMatchIs) {
+  const auto cat = catalog_from(file_yaml(entry_yaml("lib.a", "q dims {q} must match k dims {k}")));
+  std::vector<Problem> problems;
+  const detail::Matcher m(cat->entries(), problems);
+  // The literal " must match k dims " first occurs on a line where the
+  // regex fails; the match is two lines down.
+  const std::string msg = "must match k dims only\nnothing here\nq dims [1, 2] must match k dims [3]";
+  const MatchResult fast = m.match(msg, {});
+  ASSERT_TRUE(fast.diagnosis);
+  EXPECT_EQ(fast.diagnosis->matched, "q dims [1, 2] must match k dims [3]");
+  EXPECT_EQ(fast.diagnosis->captures, m.match_naive(msg, {}).diagnosis->captures);
+}
+
+TEST(Matcher, TemplatesCompileOnFirstUseAndAllForLint) {
+  const auto cat = catalog_from(file_yaml(entry_yaml("lib.a", "only {n} heads here") + entry_yaml("lib.b", "cannot map {x}")));
+  EXPECT_TRUE(cat->compile_all().empty());
+  std::vector<Problem> problems;
+  const detail::Matcher m(cat->entries(), problems);
+  EXPECT_EQ(m.stats().compiled, 0u);
+  EXPECT_TRUE(m.match("cannot map q_proj", {}).diagnosis);
+  EXPECT_EQ(m.stats().compiled, 1u);  // the only candidate
+  EXPECT_TRUE(m.compile_all().empty());
+  EXPECT_EQ(m.stats().compiled, 2u);
+}
+
+TEST(Matcher, BrokenRawPatternIsStillABuildProblem) {
+  try {
+    raw_catalog({{"lib.bad", "unclosed (group", "unclosed (group"}});
+    FAIL() << "build() accepted a pattern that does not compile";
+  } catch (const catalog_error& e) {
+    ASSERT_EQ(e.problems().size(), 1u);
+    EXPECT_NE(e.problems()[0].message.find("pattern does not compile"), std::string::npos) << e.problems()[0].message;
+  }
 }
 
 TEST(LiteralLength, CountsOnlyTextEveryMatchMustContain) {

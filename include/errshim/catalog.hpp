@@ -181,6 +181,13 @@ class Catalog {
   // segment of `message`, regardless of which entry would win. For lint.
   bool claims(std::string_view id, std::string_view message) const noexcept;
 
+  // Compiles every entry's regex now. Matching compiles a template's regex
+  // on its first use, so a large catalog loads fast; lint calls this so every
+  // regex is checked. Returns a problem for each one that does not compile
+  // (none is expected: build() compiles raw patterns and `unless` lists, and
+  // template regexes are valid by construction).
+  std::vector<Problem> compile_all() const;
+
   ~Catalog();
   Catalog(const Catalog&) = delete;
   Catalog& operator=(const Catalog&) = delete;

@@ -1,0 +1,619 @@
+// errshim benchmarks. Run through bench/run, which prints the table and
+// writes the JSON; by hand: build/bench/errshim_bench [--quick] [--sizes=10,100]
+// [Google Benchmark flags].
+//
+//  latency/<impl>/<N>/<short|medium|long>/<hit|miss>: one message per call,
+//    cycling through 32 different messages; per-call samples give the median
+//    and p99 (clock overhead subtracted). impl: errshim (the prefiltered
+//    matcher), naive (every Boost regex on every segment, the baseline; few
+//    iterations at large N), hyperscan and re2set (their multi-pattern scan
+//    gives the candidate ids, Boost confirms them and reads captures: the
+//    same normalisation, winner rule and Diagnosis as errshim).
+//  load/<impl>/<N>: building the matcher from parsed entries (ms, MB of
+//    allocations still live); for errshim also the whole CatalogBuilder
+//    path from YAML text (yaml_ms, yaml_mb: parse + templates + index).
+//  scan/errshim/<N>/log16k/<hit|miss>: a 16 KB log that stays one segment,
+//    so the literal scan covers all of it.
+//  normalize/<short|medium|long>: normalise() alone, on messages of each size.
+//  guard/direct, guard/guarded: the happy-path cost of errshim::guard.
+//  candidates/shipped: mean candidates per message over the shipped
+//    catalog's examples.
+//  scale/errshim/<N>/<size>/<case>: N = 100 and the largest N measured in
+//    one interleaved run (robust to the machine's load changing), ratio.
+#include <benchmark/benchmark.h>
+#include <malloc.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <map>
+#include <memory>
+#include <new>
+#include <string>
+#include <vector>
+
+#include <errshim/errshim.hpp>
+
+#include "matcher.hpp"
+#include "synthetic_catalog.hpp"
+
+#ifdef ERRSHIM_BENCH_HYPERSCAN
+#include <hs.h>
+#endif
+#ifdef ERRSHIM_BENCH_RE2
+#include <re2/re2.h>
+#include <re2/set.h>
+#endif
+
+// ------------------------------------------------------- allocation counting
+// Live bytes allocated while a load is measured. Counting is switched on
+// only around loads, so latency runs pay one predictable branch.
+namespace {
+bool g_counting = false;
+long long g_live = 0;
+
+void* counted_malloc(std::size_t n) {
+  void* p = std::malloc(n == 0 ? 1 : n);
+  if (p && g_counting) g_live += static_cast<long long>(malloc_usable_size(p));
+  return p;
+}
+void counted_free(void* p) {
+  if (p && g_counting) g_live -= static_cast<long long>(malloc_usable_size(p));
+  std::free(p);
+}
+void* counted_aligned(std::size_t n, std::size_t align) {
+  void* p = std::aligned_alloc(align, (n + align - 1) / align * align);
+  if (p && g_counting) g_live += static_cast<long long>(malloc_usable_size(p));
+  return p;
+}
+}  // namespace
+
+void* operator new(std::size_t n) {
+  if (void* p = counted_malloc(n)) return p;
+  throw std::bad_alloc();
+}
+void* operator new[](std::size_t n) { return operator new(n); }
+void* operator new(std::size_t n, const std::nothrow_t&) noexcept { return counted_malloc(n); }
+void* operator new[](std::size_t n, const std::nothrow_t&) noexcept { return counted_malloc(n); }
+void* operator new(std::size_t n, std::align_val_t a) {
+  if (void* p = counted_aligned(n, static_cast<std::size_t>(a))) return p;
+  throw std::bad_alloc();
+}
+void* operator new[](std::size_t n, std::align_val_t a) { return operator new(n, a); }
+void operator delete(void* p) noexcept { counted_free(p); }
+void operator delete[](void* p) noexcept { counted_free(p); }
+void operator delete(void* p, std::size_t) noexcept { counted_free(p); }
+void operator delete[](void* p, std::size_t) noexcept { counted_free(p); }
+void operator delete(void* p, std::align_val_t) noexcept { counted_free(p); }
+void operator delete[](void* p, std::align_val_t) noexcept { counted_free(p); }
+void operator delete(void* p, std::size_t, std::align_val_t) noexcept { counted_free(p); }
+void operator delete[](void* p, std::size_t, std::align_val_t) noexcept { counted_free(p); }
+
+namespace {
+
+using errshim::MatchResult;
+using errshim::detail::Matcher;
+namespace synth = errshim::synth;
+using Clock = std::chrono::steady_clock;
+
+bool g_quick = false;
+std::vector<std::size_t> g_sizes = {10, 100, 1000, 10000, 100000};
+constexpr std::size_t kMessagesPerSet = 32;
+
+double ms_since(Clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+}
+
+// Measures time and live allocations of `build` (which keeps its result).
+template <class F>
+std::pair<double, double> measure_load(F&& build) {
+  g_live = 0;
+  g_counting = true;
+  const auto t0 = Clock::now();
+  build();
+  const double ms = ms_since(t0);
+  g_counting = false;
+  return {ms, static_cast<double>(g_live) / (1024.0 * 1024.0)};
+}
+
+double clock_overhead_ns() {
+  static const double overhead = [] {
+    std::vector<double> d;
+    for (int i = 0; i < 20001; ++i) {
+      const auto a = Clock::now();
+      const auto b = Clock::now();
+      d.push_back(std::chrono::duration<double, std::nano>(b - a).count());
+    }
+    std::nth_element(d.begin(), d.begin() + d.size() / 2, d.end());
+    return d[d.size() / 2];
+  }();
+  return overhead;
+}
+
+// Boost perl syntax as the catalog writes it -> what Hyperscan / RE2 read.
+// Captures are Boost's job here, so groups become non-capturing; a
+// backreference becomes "any text on the line", a superset Boost then checks.
+std::string for_comparator(const std::string& re) {
+  std::string out;
+  for (std::size_t i = 0; i < re.size(); ++i) {
+    if (re.compare(i, 3, "(?<") == 0 && i + 3 < re.size() && re[i + 3] != '=' && re[i + 3] != '!') {
+      out += "(?:";
+      i = re.find('>', i);
+      continue;
+    }
+    if (re.compare(i, 3, "\\k<") == 0) {
+      out += "[^\\n]*?";
+      i = re.find('>', i);
+      continue;
+    }
+    if (re[i] == '\\' && i + 1 < re.size()) {
+      out += re.substr(i, 2);
+      ++i;
+      continue;
+    }
+    out += re[i];
+  }
+  return out;
+}
+
+// ------------------------------------------------------------------ fixtures
+
+struct LoadFigures {
+  double ms = 0, mb = 0, yaml_ms = 0, yaml_mb = 0;
+  std::string error;
+};
+
+struct Fixture {
+  std::size_t n = 0;
+  synth::SynthCatalog cat;
+  std::vector<std::shared_ptr<const errshim::Entry>> entries;
+  std::unique_ptr<Matcher> matcher;  // errshim: lazily compiled
+  std::unique_ptr<Matcher> naive;    // every regex compiled up front
+  LoadFigures errshim_load, naive_load, hs_load, re2_load;
+  std::map<std::string, std::vector<std::string>> messages;  // "short/hit" ...
+
+#ifdef ERRSHIM_BENCH_HYPERSCAN
+  bool hs_built = false;
+  hs_database_t* hs_db = nullptr;
+  hs_scratch_t* hs_scratch = nullptr;
+  ~Fixture() {
+    if (hs_scratch) hs_free_scratch(hs_scratch);
+    if (hs_db) hs_free_database(hs_db);
+  }
+  void build_hyperscan() {
+    if (hs_built) return;
+    hs_built = true;
+    std::vector<std::string> patterns;
+    for (const auto& e : entries) patterns.push_back(for_comparator(e->pattern));
+    std::vector<const char*> ptrs;
+    std::vector<unsigned> flags, ids;
+    for (std::size_t i = 0; i < patterns.size(); ++i) {
+      ptrs.push_back(patterns[i].c_str());
+      flags.push_back(HS_FLAG_SINGLEMATCH | HS_FLAG_MULTILINE);
+      ids.push_back(static_cast<unsigned>(i));
+    }
+    std::fprintf(stderr, "errshim_bench: compiling %zu patterns with Hyperscan...\n", patterns.size());
+    hs_compile_error_t* err = nullptr;
+    const auto [ms, mb] = measure_load([&] {
+      if (hs_compile_multi(ptrs.data(), flags.data(), ids.data(), static_cast<unsigned>(ptrs.size()), HS_MODE_BLOCK,
+                           nullptr, &hs_db, &err) == HS_SUCCESS)
+        hs_alloc_scratch(hs_db, &hs_scratch);
+    });
+    hs_load.ms = ms;
+    hs_load.mb = mb;
+    if (err) {
+      hs_load.error = err->message;
+      hs_free_compile_error(err);
+    }
+  }
+#endif
+
+#ifdef ERRSHIM_BENCH_RE2
+  std::unique_ptr<re2::RE2::Set> re2;
+  std::vector<std::uint32_t> re2_always;  // patterns RE2 cannot read: always candidates
+  void build_re2() {
+    if (re2 || !re2_load.error.empty()) return;
+    const auto [ms, mb] = measure_load([&] {
+      re2::RE2::Options o;
+      o.set_max_mem(std::int64_t{4} << 30);
+      o.set_log_errors(false);
+      re2 = std::make_unique<re2::RE2::Set>(o, re2::RE2::UNANCHORED);
+      for (std::size_t i = 0; i < entries.size(); ++i)
+        if (re2->Add("(?m)" + for_comparator(entries[i]->pattern), nullptr) < 0) re2_always.push_back(static_cast<std::uint32_t>(i));
+      if (!re2->Compile()) re2_load.error = "RE2::Set::Compile failed (memory budget)";
+    });
+    re2_load.ms = ms;
+    re2_load.mb = mb;
+    if (!re2_load.error.empty()) re2.reset();
+  }
+#endif
+
+  void build_naive() {
+    if (naive) return;
+    std::vector<errshim::Problem> problems;
+    const auto [ms, mb] = measure_load([&] {
+      naive = std::make_unique<Matcher>(entries, problems);
+      naive->compile_all();
+    });
+    naive_load.ms = ms;
+    naive_load.mb = mb;
+  }
+};
+
+std::string set_name(synth::Size s, bool hit) {
+  return std::string(s == synth::Size::short_ ? "short" : s == synth::Size::medium ? "medium" : "long") + (hit ? "/hit" : "/miss");
+}
+
+// A 16 KB log that normalisation keeps as one segment.
+std::string log16k(const std::string& message, synth::Rng& r) {
+  std::string s;
+  while (s.size() < 16000) s += synth::wrap("x", synth::Size::medium, r).substr(0, 1800);
+  s.resize(s.rfind('\n', 16000 - message.size() - 60) + 1);
+  return s + "2026-03-09 10:09:59,999 ERROR worker-3 | " + message + "\n";
+}
+
+std::unique_ptr<Fixture> g_fixture;
+
+Fixture& fixture(std::size_t n) {
+  if (g_fixture && g_fixture->n == n) return *g_fixture;
+  g_fixture.reset();  // one catalog size in memory at a time
+  auto f = std::make_unique<Fixture>();
+  f->n = n;
+  f->cat = synth::generate_catalog(n, 42);
+  f->entries = synth::to_entries(f->cat);
+  std::vector<errshim::Problem> problems;
+  const auto [ms, mb] = measure_load([&] { f->matcher = std::make_unique<Matcher>(f->entries, problems); });
+  f->errshim_load.ms = ms;
+  f->errshim_load.mb = mb;
+  {
+    const std::vector<std::string> files = synth::to_yaml_files(f->cat);
+    errshim::CatalogPtr cat;
+    const auto [yms, ymb] = measure_load([&] {
+      errshim::CatalogBuilder b;
+      for (std::size_t i = 0; i < files.size(); ++i) b.add_yaml(files[i], "synthetic-" + std::to_string(i) + ".yaml");
+      try {
+        cat = b.build();
+      } catch (const errshim::catalog_error& e) {
+        f->errshim_load.error = e.what();
+      }
+    });
+    f->errshim_load.yaml_ms = yms;
+    f->errshim_load.yaml_mb = ymb;
+  }
+  // Messages: hits are checked to match, misses not to.
+  synth::Rng r(n * 7 + 1);
+  for (synth::Size size : {synth::Size::short_, synth::Size::medium, synth::Size::long_}) {
+    for (bool hit : {true, false}) {
+      std::vector<std::string>& set = f->messages[set_name(size, hit)];
+      for (int attempts = 0; set.size() < kMessagesPerSet && attempts < 1000; ++attempts) {
+        const std::string bare = hit ? synth::message_for(f->cat.entries[r.below(n)], r) : synth::unknown_message(r);
+        std::string m = synth::wrap(bare, size, r);
+        if (f->matcher->match(m, {}).diagnosis.has_value() == hit) set.push_back(std::move(m));
+      }
+    }
+  }
+  for (bool hit : {true, false}) {
+    std::vector<std::string>& set = f->messages[std::string("log16k") + (hit ? "/hit" : "/miss")];
+    for (int attempts = 0; set.size() < kMessagesPerSet / 4 && attempts < 100; ++attempts) {
+      std::string m = log16k(hit ? synth::message_for(f->cat.entries[r.below(n)], r) : synth::unknown_message(r), r);
+      if (f->matcher->match(m, {}).diagnosis.has_value() == hit) set.push_back(std::move(m));
+    }
+  }
+  g_fixture = std::move(f);
+  return *g_fixture;
+}
+
+// ------------------------------------------------------------- benchmarks
+
+using MatchFn = std::function<MatchResult(const std::string&)>;
+
+MatchFn match_fn(Fixture& f, const std::string& impl) {
+  if (impl == "errshim") return [&f](const std::string& m) { return f.matcher->match(m, {}); };
+  if (impl == "naive") {
+    f.build_naive();
+    return [&f](const std::string& m) { return f.naive->match_naive(m, {}); };
+  }
+#ifdef ERRSHIM_BENCH_HYPERSCAN
+  if (impl == "hyperscan") {
+    f.build_hyperscan();
+    if (!f.hs_scratch) return nullptr;
+    return [&f](const std::string& m) {
+      return f.naive->match_prefiltered(m, {}, [&f](std::string_view text, std::vector<std::uint32_t>& ids) {
+        hs_scan(f.hs_db, text.data(), static_cast<unsigned>(text.size()), 0, f.hs_scratch,
+                [](unsigned id, unsigned long long, unsigned long long, unsigned, void* ctx) {
+                  static_cast<std::vector<std::uint32_t>*>(ctx)->push_back(id);
+                  return 0;
+                },
+                &ids);
+      });
+    };
+  }
+#endif
+#ifdef ERRSHIM_BENCH_RE2
+  if (impl == "re2set") {
+    f.build_re2();
+    if (!f.re2) return nullptr;
+    return [&f](const std::string& m) {
+      return f.naive->match_prefiltered(m, {}, [&f](std::string_view text, std::vector<std::uint32_t>& ids) {
+        std::vector<int> v;
+        f.re2->Match(re2::StringPiece(text.data(), text.size()), &v);
+        for (int i : v) ids.push_back(static_cast<std::uint32_t>(i));
+        ids.insert(ids.end(), f.re2_always.begin(), f.re2_always.end());
+      });
+    };
+  }
+#endif
+  return nullptr;
+}
+
+void report_samples(benchmark::State& state, std::vector<double>& samples) {
+  if (samples.empty()) return;
+  std::sort(samples.begin(), samples.end());
+  const double overhead = clock_overhead_ns();
+  const double median = samples[samples.size() / 2] - overhead;
+  const double p99 = samples[std::min(samples.size() - 1, samples.size() * 99 / 100)] - overhead;
+  state.counters["median_ns"] = std::max(0.0, median);
+  state.counters["p99_ns"] = std::max(0.0, p99);
+  state.counters["samples"] = static_cast<double>(samples.size());
+}
+
+void latency(benchmark::State& state, std::string impl, std::size_t n, std::string set) {
+  Fixture& f = fixture(n);
+  if (impl != "errshim") f.build_naive();  // comparators confirm with the compiled regexes
+  const MatchFn fn = match_fn(f, impl);
+  const std::vector<std::string>& msgs = f.messages[set];
+  if (!fn || msgs.empty()) {
+    state.SkipWithError("not available");
+    for (auto _ : state) {
+    }
+    return;
+  }
+  // Warm up: lazy compilation and caches (a couple of messages for slow impls).
+  const std::size_t warm = (impl == "naive" && n >= 10000) ? 1 : msgs.size();
+  for (std::size_t i = 0; i < warm; ++i) benchmark::DoNotOptimize(fn(msgs[i]));
+  std::vector<double> samples;
+  std::size_t i = 0;
+  for (auto _ : state) {
+    const std::string& m = msgs[i++ % msgs.size()];
+    const auto t0 = Clock::now();
+    MatchResult r = fn(m);
+    const auto t1 = Clock::now();
+    benchmark::DoNotOptimize(r);
+    samples.push_back(std::chrono::duration<double, std::nano>(t1 - t0).count());
+  }
+  report_samples(state, samples);
+  if (impl == "errshim") {
+    double c = 0;
+    for (const std::string& m : msgs) c += static_cast<double>(f.matcher->candidate_count(m));
+    state.counters["candidates"] = c / static_cast<double>(msgs.size());
+  }
+}
+
+// Latency at a large N against N = 100 in one interleaved run: rounds of
+// calls alternate between the two catalogs, so a change in the machine's
+// load (other processes) hits both alike. Counters: medians and p99 of
+// each, and their ratio.
+void scale(benchmark::State& state, std::size_t big, std::string set) {
+  struct Side {
+    synth::SynthCatalog cat;
+    std::unique_ptr<Matcher> matcher;
+    std::vector<std::string> msgs;
+    std::vector<double> samples;
+  };
+  static std::map<std::size_t, std::unique_ptr<Side>> sides;  // built once per size
+  const std::size_t sizes[2] = {100, big};
+  Side* s[2];
+  for (int k = 0; k < 2; ++k) {
+    std::unique_ptr<Side>& side = sides[sizes[k]];
+    if (!side) {
+      side = std::make_unique<Side>();
+      side->cat = synth::generate_catalog(sizes[k], 42);
+      std::vector<errshim::Problem> problems;
+      side->matcher = std::make_unique<Matcher>(synth::to_entries(side->cat), problems);
+    }
+    s[k] = side.get();
+    s[k]->samples.clear();
+    s[k]->msgs.clear();
+    const bool hit = set.find("hit") != std::string::npos;
+    const synth::Size size = set.rfind("short", 0) == 0 ? synth::Size::short_
+                             : set.rfind("medium", 0) == 0 ? synth::Size::medium : synth::Size::long_;
+    synth::Rng r(sizes[k] * 7 + 3);
+    for (int attempts = 0; s[k]->msgs.size() < kMessagesPerSet && attempts < 1000; ++attempts) {
+      const std::string bare =
+          hit ? synth::message_for(s[k]->cat.entries[r.below(sizes[k])], r) : synth::unknown_message(r);
+      std::string m = synth::wrap(bare, size, r);
+      if (s[k]->matcher->match(m, {}).diagnosis.has_value() == hit) s[k]->msgs.push_back(std::move(m));
+    }
+    for (const std::string& m : s[k]->msgs) benchmark::DoNotOptimize(s[k]->matcher->match(m, {}));
+  }
+  std::size_t i = 0;
+  for (auto _ : state) {
+    Side& side = *s[(i / 64) % 2];  // 64 calls on one side, then 64 on the other
+    const std::string& m = side.msgs[i++ % side.msgs.size()];
+    const auto t0 = Clock::now();
+    MatchResult r = side.matcher->match(m, {});
+    const auto t1 = Clock::now();
+    benchmark::DoNotOptimize(r);
+    side.samples.push_back(std::chrono::duration<double, std::nano>(t1 - t0).count());
+  }
+  const double overhead = clock_overhead_ns();
+  double median[2] = {0, 0};
+  for (int k = 0; k < 2; ++k) {
+    std::vector<double>& v = s[k]->samples;
+    if (v.empty()) return;
+    std::sort(v.begin(), v.end());
+    median[k] = v[v.size() / 2] - overhead;
+    const std::string name = k == 0 ? "small" : "big";
+    state.counters[name + "_median_ns"] = median[k];
+    state.counters[name + "_p99_ns"] = v[std::min(v.size() - 1, v.size() * 99 / 100)] - overhead;
+  }
+  state.counters["ratio"] = median[1] / median[0];
+}
+
+void load(benchmark::State& state, std::string impl, std::size_t n) {
+  Fixture& f = fixture(n);
+  LoadFigures* fig = &f.errshim_load;
+  if (impl == "naive") f.build_naive(), fig = &f.naive_load;
+#ifdef ERRSHIM_BENCH_HYPERSCAN
+  if (impl == "hyperscan") f.build_hyperscan(), fig = &f.hs_load;
+#endif
+#ifdef ERRSHIM_BENCH_RE2
+  if (impl == "re2set") f.build_re2(), fig = &f.re2_load;
+#endif
+  for (auto _ : state) {
+  }
+  if (!fig->error.empty()) state.SkipWithError(fig->error.c_str());
+  state.counters["ms"] = fig->ms;
+  state.counters["mb"] = fig->mb;
+  if (impl == "errshim") {
+    state.counters["yaml_ms"] = fig->yaml_ms;
+    state.counters["yaml_mb"] = fig->yaml_mb;
+    const Matcher::Stats st = f.matcher->stats();
+    state.counters["always_checked"] = static_cast<double>(st.always_checked);
+    state.counters["keys"] = static_cast<double>(st.keys);
+    state.counters["index_mb"] = static_cast<double>(st.index_bytes) / (1024.0 * 1024.0);
+  }
+}
+
+void normalize_only(benchmark::State& state, synth::Size size) {
+  synth::Rng r(3);
+  const std::string tb = synth::wrap("Meta SDPA does not support q head dim 48: q dims [1, 32, 7, 48].", size, r);
+  std::vector<double> samples;
+  for (auto _ : state) {
+    const auto t0 = Clock::now();
+    errshim::Normalized n = errshim::normalize(tb);
+    const auto t1 = Clock::now();
+    benchmark::DoNotOptimize(n);
+    samples.push_back(std::chrono::duration<double, std::nano>(t1 - t0).count());
+  }
+  report_samples(state, samples);
+  state.counters["bytes"] = static_cast<double>(tb.size());
+}
+
+__attribute__((noinline)) int work(int x) {
+  benchmark::DoNotOptimize(x);
+  return x * 3 + 1;
+}
+
+void guard_direct(benchmark::State& state) {
+  int x = 1;
+  for (auto _ : state) benchmark::DoNotOptimize(x = work(x));
+}
+
+void guard_guarded(benchmark::State& state) {
+  const auto catalog = errshim::Catalog::embedded();
+  int x = 1;
+  for (auto _ : state) benchmark::DoNotOptimize(x = errshim::guard([&] { return work(x); }, *catalog));
+}
+
+void shipped(benchmark::State& state) {
+  const auto catalog = errshim::Catalog::embedded();
+  std::vector<errshim::Problem> problems;
+  const Matcher m(catalog->entries(), problems);
+  double candidates = 0, messages = 0;
+  for (const auto& e : catalog->entries()) {
+    for (const auto& ex : e->match_examples) candidates += static_cast<double>(m.candidate_count(ex.text)), ++messages;
+    for (const auto& ex : e->no_match_examples) candidates += static_cast<double>(m.candidate_count(ex.text)), ++messages;
+  }
+  const std::string msg = "Error: kv_cache_enabled=true is not supported";
+  for (auto _ : state) benchmark::DoNotOptimize(catalog->diagnose(msg));
+  state.counters["candidates"] = candidates / messages;
+  state.counters["messages"] = messages;
+  state.counters["entries"] = static_cast<double>(catalog->size());
+}
+
+void register_all() {
+  std::vector<std::string> impls = {"errshim", "naive"};
+#ifdef ERRSHIM_BENCH_HYPERSCAN
+  impls.push_back("hyperscan");
+#endif
+#ifdef ERRSHIM_BENCH_RE2
+  impls.push_back("re2set");
+#endif
+  const double min_time = g_quick ? 0.05 : 0.3;
+  for (std::size_t n : g_sizes) {
+    if (g_quick && n > 10000) continue;
+    for (const std::string& impl : impls) {
+      if (impl == "hyperscan" && n > 10000 && g_quick) continue;  // minutes to compile
+      benchmark::RegisterBenchmark(("load/" + impl + "/" + std::to_string(n)).c_str(), load, impl, n)
+          ->Iterations(1)
+          ->Unit(benchmark::kMillisecond);
+    }
+    for (const std::string& impl : impls) {
+      if (impl == "hyperscan" && n > 10000 && g_quick) continue;
+      for (const char* size : {"short", "medium", "long"}) {
+        for (const char* c : {"hit", "miss"}) {
+          auto* b = benchmark::RegisterBenchmark(
+              ("latency/" + impl + "/" + std::to_string(n) + "/" + size + "/" + c).c_str(), latency, impl, n,
+              std::string(size) + "/" + c);
+          b->Unit(benchmark::kMicrosecond);
+          // The naive loop costs ~0.1-2 us per entry: few iterations at large N.
+          if (impl == "naive" && n >= 100000)
+            b->Iterations(g_quick ? 3 : 6);
+          else if (impl == "naive" && n >= 10000)
+            b->Iterations(g_quick ? 10 : 30);
+          else
+            b->MinTime(min_time);
+        }
+      }
+    }
+    for (const char* c : {"hit", "miss"})
+      benchmark::RegisterBenchmark(("scan/errshim/" + std::to_string(n) + "/log16k/" + c).c_str(), latency,
+                                   std::string("errshim"), n, std::string("log16k/") + c)
+          ->Unit(benchmark::kMicrosecond)
+          ->MinTime(min_time);
+  }
+  for (auto [name, size] : {std::pair{"short", synth::Size::short_}, std::pair{"medium", synth::Size::medium},
+                             std::pair{"long", synth::Size::long_}})
+    benchmark::RegisterBenchmark((std::string("normalize/") + name).c_str(), normalize_only, size)
+        ->Unit(benchmark::kMicrosecond)
+        ->MinTime(min_time);
+  for (auto* b : {benchmark::RegisterBenchmark("guard/direct", guard_direct),
+                  benchmark::RegisterBenchmark("guard/guarded", guard_guarded)})
+    b->MinTime(g_quick ? 0.2 : 0.5)->Repetitions(g_quick ? 3 : 5);
+  benchmark::RegisterBenchmark("candidates/shipped", shipped)->MinTime(min_time);
+  const std::size_t big = g_quick ? 10000 : 100000;
+  if (std::find(g_sizes.begin(), g_sizes.end(), big) != g_sizes.end()) {
+    for (const char* size : {"short", "medium", "long"})
+      for (const char* c : {"hit", "miss"})
+        benchmark::RegisterBenchmark(("scale/errshim/" + std::to_string(big) + "/" + size + "/" + c).c_str(), scale,
+                                     big, std::string(size) + "/" + c)
+            ->Unit(benchmark::kMicrosecond)
+            ->MinTime(g_quick ? 0.2 : 1.0);
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  // Our flags first; the rest go to Google Benchmark.
+  std::vector<char*> rest;
+  for (int i = 0; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--quick") == 0) {
+      g_quick = true;
+    } else if (std::strncmp(argv[i], "--sizes=", 8) == 0) {
+      g_sizes.clear();
+      for (const char* p = argv[i] + 8; *p;) {
+        char* end = nullptr;
+        g_sizes.push_back(std::strtoull(p, &end, 10));
+        p = *end == ',' ? end + 1 : end;
+        if (end == p && *p) break;
+      }
+    } else {
+      rest.push_back(argv[i]);
+    }
+  }
+  int rest_argc = static_cast<int>(rest.size());
+  benchmark::Initialize(&rest_argc, rest.data());
+#ifdef ERRSHIM_BENCH_HYPERSCAN
+  hs_set_allocator(counted_malloc, counted_free);
+#endif
+  register_all();
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  g_fixture.reset();
+  return 0;
+}

@@ -1,0 +1,115 @@
+#include "literal_index.hpp"
+
+#include <algorithm>
+#include <cstring>
+#include <limits>
+#include <stdexcept>
+
+namespace errshim::detail {
+
+namespace {
+
+unsigned log2_ceil(std::size_t n) {
+  unsigned b = 0;
+  while ((std::size_t{1} << b) < n) ++b;
+  return b;
+}
+
+// The offset of the `count` consecutive `width`-byte windows of `key` with
+// the least total weight: the key's rarest stretch, where the scan looks.
+std::size_t rarest_windows(std::string_view key, std::size_t width, std::size_t count,
+                           const LiteralIndex::GramWeight& weight) {
+  const std::size_t windows = key.size() - width + 1;
+  if (!weight || windows <= count) return 0;
+  std::vector<std::uint64_t> w(windows);
+  for (std::size_t i = 0; i < windows; ++i) w[i] = weight(key.data() + i, width);
+  std::uint64_t sum = 0;
+  for (std::size_t i = 0; i < count; ++i) sum += w[i];
+  std::uint64_t best = sum;
+  std::size_t at = 0;
+  for (std::size_t o = 1; o + count <= windows; ++o) {
+    sum += w[o + count - 1] - w[o - 1];
+    if (sum < best) best = sum, at = o;
+  }
+  return at;
+}
+
+}  // namespace
+
+LiteralIndex::LiteralIndex(const std::vector<std::string>& keys, const GramWeight& gram_weight) {
+  std::size_t total = 0;
+  for (const std::string& k : keys) total += k.size();
+  if (total >= std::numeric_limits<std::uint32_t>::max() || keys.size() >= std::numeric_limits<std::uint32_t>::max())
+    throw std::length_error("literal index: keys too large");
+  key_bytes_.reserve(total);
+  key_begin_.reserve(keys.size() + 1);
+
+  lanes_[0].width = 8, lanes_[0].stride = 4;  // min_key() == kMainLaneKey
+  lanes_[1].width = 4, lanes_[1].stride = 4;
+  lanes_[2].width = 4, lanes_[2].stride = 1;
+  std::vector<std::pair<std::uint64_t, Posting>> anchors[3];
+  for (std::size_t id = 0; id < keys.size(); ++id) {
+    const std::string& key = keys[id];
+    key_begin_.push_back(static_cast<std::uint32_t>(key_bytes_.size()));
+    key_bytes_ += key;
+    // The fastest lane the key is long enough for.
+    std::size_t l = 0;
+    while (l < 3 && key.size() < lanes_[l].min_key()) ++l;
+    if (l == 3) {
+      unindexed_.push_back(id);
+      continue;
+    }
+    const Lane& lane = lanes_[l];
+    const std::size_t o = rarest_windows(key, lane.width, lane.stride, gram_weight);
+    std::uint64_t head = 0, head_mask = 0;
+    const std::size_t head_len = std::min<std::size_t>(key.size(), 8);
+    std::memcpy(&head, key.data(), head_len);
+    std::memset(&head_mask, 0xFF, head_len);
+    for (std::size_t j = 0; j < lane.stride; ++j)
+      anchors[l].push_back({load_gram(key.data() + o + j, lane.width),
+                            {static_cast<std::uint32_t>(id), static_cast<std::uint32_t>(o + j), head, head_mask}});
+  }
+  key_begin_.push_back(static_cast<std::uint32_t>(key_bytes_.size()));
+  for (std::size_t l = 0; l < 3; ++l) lanes_[l].build(std::move(anchors[l]));
+}
+
+void LiteralIndex::Lane::build(std::vector<std::pair<std::uint64_t, Posting>> anchors) {
+  if (anchors.empty()) return;
+  std::sort(anchors.begin(), anchors.end(), [](const auto& a, const auto& b) {
+    return a.first != b.first ? a.first < b.first : a.second.key < b.second.key;
+  });
+  std::size_t distinct = 0;
+  for (std::size_t i = 0; i < anchors.size(); ++i) distinct += (i == 0 || anchors[i].first != anchors[i - 1].first);
+
+  // 16 filter bits per distinct anchor (3 set per anchor): ~1% false
+  // positives; capped at 2 MiB so the filter stays in L2 even at 100k keys.
+  const unsigned word_bits = std::clamp(log2_ceil(distinct * 16 / 64), 4u, 18u);
+  filter.assign(std::size_t{1} << word_bits, 0);
+  filter_shift = 64 - word_bits;
+  const unsigned table_bits = std::max(4u, log2_ceil(distinct * 2));
+  table.assign(std::size_t{1} << table_bits, Slot{});
+  table_shift = 64 - table_bits;
+
+  postings.reserve(anchors.size());
+  const std::size_t mask = table.size() - 1;
+  for (std::size_t i = 0; i < anchors.size();) {
+    const std::uint64_t gram = anchors[i].first;
+    const auto begin = static_cast<std::uint32_t>(postings.size());
+    for (; i < anchors.size() && anchors[i].first == gram; ++i) postings.push_back(anchors[i].second);
+    const std::uint64_t h = filter_hash(gram);
+    filter[h >> filter_shift] |= filter_mask(h);
+    std::size_t s = table_hash(gram) >> table_shift;
+    while (table[s].end != table[s].begin) s = (s + 1) & mask;
+    table[s] = {gram, begin, static_cast<std::uint32_t>(postings.size())};
+  }
+}
+
+std::size_t LiteralIndex::memory_bytes() const noexcept {
+  std::size_t bytes = key_bytes_.capacity() + key_begin_.capacity() * sizeof(std::uint32_t);
+  for (const Lane& l : lanes_)
+    bytes += l.filter.capacity() * sizeof(std::uint64_t) + l.table.capacity() * sizeof(Slot) +
+             l.postings.capacity() * sizeof(Posting);
+  return bytes;
+}
+
+}  // namespace errshim::detail

@@ -1,0 +1,175 @@
+// Finding many literal strings in a text with one pass: the prefilter in
+// front of the regexes.
+//
+// How it works (a hashed-anchor matcher, of the Rabin-Karp / Wu-Manber
+// family; it answers the same question as an Aho-Corasick automaton):
+//  * Each key is indexed by "anchors": W-byte windows of the key at chosen
+//    offsets. A key of >= 11 bytes goes into the main lane, 8-byte windows
+//    tested at every 4th text position, with 4 consecutive anchors (offsets
+//    o..o+3): any occurrence starting at p puts exactly one of p+o..p+o+3 on
+//    a multiple of 4, so none is skipped. Shorter keys go into lanes of
+//    4-byte windows, stride 4 (7-10 bytes) or 1 (4-6 bytes), scanned only
+//    when they hold keys.
+//  * A test is one load, a multiply and one word of a blocked Bloom filter
+//    that fits in L2; positions are independent of each other (no state
+//    carried from byte to byte as in an automaton), so the CPU overlaps
+//    them. A pass goes to an exact table (window -> keys) and each key there
+//    is compared in full: nothing is reported that is not in the text.
+//  * 8-byte windows matter: catalog keys are built from a shared vocabulary
+//    (op, model and parameter names), so a 4-byte window is shared by
+//    hundreds of keys and occurs all over the log text around an error.
+// Why not Aho-Corasick: a dense automaton over 100,000 keys needs hundreds
+// of MB, a sparse one costs several ns per byte along a chain of dependent
+// loads; this index is a few MB and scans log text at under 1 ns per byte
+// (bench/README.md).
+//
+// The caller chooses anchors well by passing `gram_weight`: an estimate of
+// how common each window is, so a key is found by its rarest stretch.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <functional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace errshim::detail {
+
+class LiteralIndex {
+ public:
+  static constexpr std::size_t kMinKey = 4;        // shorter keys cannot be indexed
+  static constexpr std::size_t kMainLaneKey = 11;  // keys this long use 8-byte windows, stride 4
+
+  // How common the `width`-byte window at `p` is (higher: more common); used
+  // to pick each key's anchors. Null: all windows count the same.
+  using GramWeight = std::function<std::uint32_t(const char* p, std::size_t width)>;
+
+  LiteralIndex() = default;
+  // `keys` are the strings to find; a key's id is its index. Keys shorter
+  // than kMinKey bytes are left out and listed by unindexed().
+  explicit LiteralIndex(const std::vector<std::string>& keys, const GramWeight& gram_weight = nullptr);
+
+  // Calls on_hit(key_id, position) for every occurrence of every indexed key
+  // in `text`, at least once each (an occurrence can be reported twice when
+  // a key repeats one of its own anchors), never for a non-occurrence, in no
+  // particular order.
+  template <class OnHit>
+  void scan(std::string_view text, OnHit&& on_hit) const;
+
+  const std::vector<std::size_t>& unindexed() const noexcept { return unindexed_; }
+  std::size_t key_count() const noexcept { return key_begin_.empty() ? 0 : key_begin_.size() - 1; }
+  std::string_view key(std::size_t id) const noexcept {
+    return std::string_view(key_bytes_).substr(key_begin_[id], key_begin_[id + 1] - key_begin_[id]);
+  }
+  std::size_t memory_bytes() const noexcept;
+
+  // The `width` (4 or 8) bytes at p, as a number.
+  static std::uint64_t load_gram(const char* p, std::size_t width) noexcept {
+    if (width == 8) {
+      std::uint64_t g;
+      std::memcpy(&g, p, 8);
+      return g;
+    }
+    std::uint32_t g;
+    std::memcpy(&g, p, 4);
+    return g;
+  }
+
+ private:
+  struct Posting {
+    std::uint32_t key;
+    std::uint32_t offset;  // of the anchor inside the key
+    // The key's first (up to) 8 bytes and which of them count: most keys
+    // sharing an anchor differ there, so one compare rejects them without
+    // touching the key bytes.
+    std::uint64_t head;
+    std::uint64_t head_mask;
+  };
+  struct Slot {
+    std::uint64_t gram = 0;
+    std::uint32_t begin = 0;  // postings[begin, end)
+    std::uint32_t end = 0;    // == begin: empty slot
+  };
+  // One window width and stride: a filter and the exact table behind it.
+  struct Lane {
+    std::size_t width = 4;
+    std::size_t stride = 1;
+    unsigned filter_shift = 64;         // 64 - log2(filter words)
+    std::vector<std::uint64_t> filter;  // blocked Bloom filter of the anchors
+    unsigned table_shift = 64;
+    std::vector<Slot> table;            // open addressing by anchor
+    std::vector<Posting> postings;
+
+    std::size_t min_key() const noexcept { return width + stride - 1; }
+    bool empty() const noexcept { return postings.empty(); }
+    void build(std::vector<std::pair<std::uint64_t, Posting>> anchors);
+    const Slot* find(std::uint64_t gram) const noexcept {
+      const std::size_t mask = table.size() - 1;
+      for (std::size_t s = table_hash(gram) >> table_shift;; s = (s + 1) & mask) {
+        const Slot& slot = table[s];
+        if (slot.end == slot.begin) return nullptr;
+        if (slot.gram == gram) return &slot;
+      }
+    }
+  };
+
+  static std::uint64_t filter_hash(std::uint64_t gram) noexcept {
+    return (gram ^ (gram >> 29)) * 0x9E3779B97F4A7C15ull;
+  }
+  // Three bits of one 64-bit word per anchor: one load per test, and about
+  // 1% false positives at 16 bits per anchor (a single bit would give 6%).
+  static std::uint64_t filter_mask(std::uint64_t h) noexcept {
+    return (1ull << ((h >> 20) & 63)) | (1ull << ((h >> 26) & 63)) | (1ull << ((h >> 32) & 63));
+  }
+  static std::uint64_t table_hash(std::uint64_t gram) noexcept {
+    return (gram ^ (gram >> 31)) * 0xD6E8FEB86659FD93ull;
+  }
+
+  template <std::size_t Width, class OnHit>
+  void scan_lane(const Lane& lane, std::string_view text, OnHit& on_hit) const;
+
+  std::string key_bytes_;                 // all keys, concatenated
+  std::vector<std::uint32_t> key_begin_;  // key k is key_bytes_[key_begin_[k], key_begin_[k+1])
+  std::vector<std::size_t> unindexed_;
+  Lane lanes_[3];  // 8-byte windows stride 4; 4-byte stride 4; 4-byte stride 1
+};
+
+template <std::size_t Width, class OnHit>
+void LiteralIndex::scan_lane(const Lane& lane, std::string_view text, OnHit& on_hit) const {
+  const std::size_t n = text.size();
+  if (n < Width) return;
+  const char* const data = text.data();
+  const std::uint64_t* const filter = lane.filter.data();
+  const unsigned shift = lane.filter_shift;
+  const std::size_t stride = lane.stride;
+  const std::size_t last = n - Width;  // last position a window fits at
+  for (std::size_t i = 0; i <= last; i += stride) {
+    const std::uint64_t gram = load_gram(data + i, Width);
+    const std::uint64_t h = filter_hash(gram);
+    const std::uint64_t mask = filter_mask(h);
+    if ((filter[h >> shift] & mask) != mask) continue;
+    const Slot* slot = lane.find(gram);
+    if (!slot) continue;
+    for (std::uint32_t k = slot->begin; k < slot->end; ++k) {
+      const Posting& p = lane.postings[k];
+      if (i < p.offset) continue;
+      const std::size_t start = i - p.offset;
+      if (start + 8 <= n && (load_gram(data + start, 8) & p.head_mask) != p.head) continue;
+      const std::uint32_t kb = key_begin_[p.key];
+      const std::size_t len = key_begin_[p.key + 1] - kb;
+      if (start + len > n) continue;
+      if (std::memcmp(data + start, key_bytes_.data() + kb, len) == 0) on_hit(static_cast<std::size_t>(p.key), start);
+    }
+  }
+}
+
+template <class OnHit>
+void LiteralIndex::scan(std::string_view text, OnHit&& on_hit) const {
+  if (!lanes_[0].empty()) scan_lane<8>(lanes_[0], text, on_hit);
+  if (!lanes_[1].empty()) scan_lane<4>(lanes_[1], text, on_hit);
+  if (!lanes_[2].empty()) scan_lane<4>(lanes_[2], text, on_hit);
+}
+
+}  // namespace errshim::detail
