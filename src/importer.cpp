@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
 
+#include "errshim/catalog.hpp"
 #include "template.hpp"
 
 namespace errshim {
@@ -67,6 +68,29 @@ struct RecordRef {
   throw import_error(fmt::format("{}: field '{}': {}", r.where(), field, message));
 }
 
+// Catalog text must survive a YAML round trip: valid UTF-8, no control
+// characters but tab and newline.
+bool clean_text(std::string_view s) {
+  for (std::size_t i = 0; i < s.size();) {
+    const unsigned char c = static_cast<unsigned char>(s[i]);
+    if (c < 0x80) {
+      if ((c < 0x20 && c != '\n' && c != '\t') || c == 0x7F) return false;
+      ++i;
+      continue;
+    }
+    std::size_t n = c >= 0xF0 && c <= 0xF4 ? 4 : c >= 0xE0 ? 3 : c >= 0xC2 && c <= 0xDF ? 2 : 0;
+    if (c >= 0xF5) n = 0;
+    if (n == 0 || i + n > s.size()) return false;
+    for (std::size_t k = 1; k < n; ++k)
+      if ((static_cast<unsigned char>(s[i + k]) & 0xC0) != 0x80) return false;
+    const unsigned char c1 = static_cast<unsigned char>(s[i + 1]);
+    if ((c == 0xE0 && c1 < 0xA0) || (c == 0xED && c1 > 0x9F) || (c == 0xF0 && c1 < 0x90) || (c == 0xF4 && c1 > 0x8F))
+      return false;
+    i += n;
+  }
+  return true;
+}
+
 std::string text(const YAML::Node& rec, const RecordRef& r, const char* field, bool required = true) {
   const YAML::Node n = rec[field];
   if (!n || n.IsNull()) {
@@ -75,6 +99,7 @@ std::string text(const YAML::Node& rec, const RecordRef& r, const char* field, b
   }
   if (!n.IsScalar()) fail(r, field, "must be a string");
   if (required && n.Scalar().empty()) fail(r, field, "must not be empty");
+  if (!clean_text(n.Scalar())) fail(r, field, "is not valid UTF-8 text (or holds control characters)");
   return n.Scalar();
 }
 
@@ -88,6 +113,8 @@ std::vector<std::string> texts(const YAML::Node& rec, const RecordRef& r, const 
   if (!n.IsSequence()) fail(r, field, "must be a list of strings");
   for (std::size_t i = 0; i < n.size(); ++i) {
     if (!n[i].IsScalar()) fail(r, fmt::format("{}[{}]", field, i), "must be a string");
+    if (n[i].Scalar().empty() || !clean_text(n[i].Scalar()))
+      fail(r, fmt::format("{}[{}]", field, i), "must be non-empty, valid UTF-8 text");
     out.push_back(n[i].Scalar());
   }
   if (required && out.empty()) fail(r, field, "must list at least one entry");
@@ -275,6 +302,20 @@ std::string import_records(std::string_view json, const std::string& name) {
   for (std::size_t i = 0; i < records.size(); ++i) {
     const YAML::Node& rec = records[i];
     RecordRef ref{name, i, rec.IsMap() && rec["id"] && rec["id"].IsScalar() ? rec["id"].Scalar() : ""};
+    // Each converted entry is loaded back before it is accepted, so what the
+    // importer writes is always a catalog errshim can use.
+    std::vector<std::string> probe_ids = ids;
+    YAML::Emitter one;
+    one << YAML::BeginMap << YAML::Key << "schema" << YAML::Value << 1 << YAML::Key << "entries" << YAML::Value
+        << YAML::BeginSeq;
+    emit_entry(one, rec, ref, probe_ids);
+    one << YAML::EndSeq << YAML::EndMap;
+    try {
+      if (!one.good()) throw import_error(one.GetLastError());
+      CatalogBuilder().add_yaml(one.c_str(), "converted").build();
+    } catch (const std::exception& e) {
+      fail(ref, "record", fmt::format("cannot be written as a catalog entry: {}", e.what()));
+    }
     emit_entry(out, rec, ref, ids);
   }
   out << YAML::EndSeq << YAML::EndMap;
