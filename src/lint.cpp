@@ -5,6 +5,8 @@
 
 #include <fmt/format.h>
 
+#include "pattern_risk.hpp"
+
 namespace errshim {
 
 namespace {
@@ -47,10 +49,29 @@ void check_examples(const Catalog& catalog, const Entry& e, std::vector<Problem>
       problems.push_back({ex.where, e.id, fmt::format("no_match example is claimed by this entry: '{}'", ex.text)});
 }
 
+// Regexes Boost could spend seconds on before giving up (pattern_risk.hpp).
+// A template's regex is lazy runs separated by its literal text, safe by
+// construction, except what a capture_patterns override brings in: for a
+// template only the exponential shapes are reported, since two placeholders
+// side by side ("{a}{b}") are the upstream message's own shape.
+void check_backtracking(const Entry& e, std::vector<Problem>& problems) {
+  if (auto risk = detail::backtracking_risk(e.pattern)) {
+    const bool from_template = !e.template_text.empty();
+    if (!from_template || risk->kind != detail::BacktrackingRisk::Kind::adjacent_quantifiers)
+      problems.push_back({e.where, e.id, fmt::format("{} may backtrack catastrophically: {}",
+                                                     from_template ? "the template's regex" : "pattern", risk->why)});
+  }
+  for (const std::string& u : e.unless)
+    if (auto risk = detail::backtracking_risk(u))
+      problems.push_back({e.where, e.id, fmt::format("'unless' pattern may backtrack catastrophically: {}", risk->why)});
+}
+
 }  // namespace
 
 std::vector<Problem> lint(const Catalog& catalog) {
-  std::vector<Problem> problems;
+  // Matching compiles regexes lazily; lint compiles all of them, so a pattern
+  // no example reaches is still checked.
+  std::vector<Problem> problems = catalog.compile_all();
   const auto& entries = catalog.entries();
 
   // Which entries claim which other entries' examples. Candidates come from
@@ -65,6 +86,7 @@ std::vector<Problem> lint(const Catalog& catalog) {
   for (const auto& ep : entries) {
     const Entry& e = *ep;
     std::size_t won = 0, lost = 0;
+    check_backtracking(e, problems);
     check_examples(catalog, e, problems, won, lost);
 
     if (lost > 0 && won == 0) {

@@ -1,0 +1,50 @@
+// Spotting regex shapes that make a backtracking engine (Boost.Regex) take
+// time exponential (or of a high power) in the length of the text.
+//
+// Boost gives up on such a match by throwing once it has visited ~10^8
+// states; the matcher turns that into "no match" plus a report, but getting
+// there costs about two seconds on a 16 KiB message. `errshim lint` uses this
+// detector to flag the shapes before they ship.
+//
+// Three shapes are recognised, all of them "the same text can be split
+// between parts of the regex in many ways":
+//   * nested quantifiers: a repeated group whose repetitions can trade
+//     characters at their boundary: (a+)+, (.*)*x, (\w+\s?)+$, ((ab)+)+;
+//     (\w+\s)+ and [^\s.]+(?:\.[^\s.]+)* are fine (a separator that the
+//     runs cannot match sits between repetitions);
+//   * a repeated alternation whose branches can match the same text:
+//     (\w|\d)+, (a|a?)+;
+//   * adjacent unbounded runs that can match the same characters with only
+//     optional text between them: \d+\d+, .*.*, \w+\s*\w+.
+// Possessive quantifiers (a++) and atomic groups ((?>...)) never backtrack
+// into what they matched, so they end a shape. The analysis is approximate
+// (it works on the sets of bytes each part can match) and errs towards
+// flagging; it runs in time linear in the pattern's length.
+#pragma once
+
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace errshim::detail {
+
+struct BacktrackingRisk {
+  enum class Kind {
+    nested_quantifiers,       // exponential
+    overlapping_alternation,  // exponential
+    adjacent_quantifiers,     // polynomial (quadratic or worse per start position)
+  };
+  Kind kind;
+  std::string why;          // one line naming the fragments at fault
+  std::size_t offset = 0;   // byte in the pattern where the shape starts
+};
+
+// The first risky shape in `pattern` (Boost perl syntax, as the matcher
+// compiles it), or nullopt when none is found. A pattern this parser does not
+// understand (it does not compile, or nests over 200 groups deep) yields
+// nullopt: compiling it reports the real problem. Never throws except
+// std::bad_alloc.
+std::optional<BacktrackingRisk> backtracking_risk(std::string_view pattern);
+
+}  // namespace errshim::detail
