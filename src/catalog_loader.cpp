@@ -6,16 +6,24 @@
 #include <map>
 #include <optional>
 #include <set>
+#include <sstream>
 #include <stdexcept>
 
 #include <boost/regex.hpp>
 #include <fmt/format.h>
+#include <yaml-cpp/eventhandler.h>
+#include <yaml-cpp/parser.h>
 #include <yaml-cpp/yaml.h>
 
 #include "template.hpp"
 
 namespace errshim::detail {
 namespace {
+
+// Limits on a catalog file, so a wrong or hostile file costs little to refuse.
+// The shipped catalog is ~0.5 MiB and nests 7 levels deep.
+constexpr std::size_t kMaxCatalogBytes = 16u << 20;
+constexpr int kMaxNesting = 64;
 
 constexpr std::array<std::string_view, 4> kFileKeys = {"schema", "library", "defaults", "entries"};
 constexpr std::array<std::string_view, 21> kEntryKeys = {
@@ -448,14 +456,67 @@ std::optional<Entry> read_entry(Reader& r, const YAML::Node& map, const std::str
   return e;
 }
 
+// A file refused before it is turned into nodes, and where.
+struct Refused {
+  YAML::Mark mark;
+  std::string message;
+};
+
+// Walks the parser's events of the first document (the one YAML::Load
+// reads) before any node is built. An alias is refused at once: yaml-cpp
+// shares aliased nodes, but reading them expands every reference, so a few
+// lines of nested aliases ("billion laughs") would cost exponential time.
+// Catalog entries are meant to be read on their own, so nothing is lost.
+// Nesting is bounded so no reader recurses deeply.
+class Screen final : public YAML::EventHandler {
+ public:
+  void OnDocumentStart(const YAML::Mark&) override {}
+  void OnDocumentEnd() override {}
+  void OnNull(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnAlias(const YAML::Mark& mark, YAML::anchor_t) override {
+    throw Refused{mark, "aliases are not allowed in catalog files (write the value out in full)"};
+  }
+  void OnScalar(const YAML::Mark&, const std::string&, YAML::anchor_t, const std::string&) override {}
+  void OnSequenceStart(const YAML::Mark& mark, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {
+    enter(mark);
+  }
+  void OnSequenceEnd() override { --depth_; }
+  void OnMapStart(const YAML::Mark& mark, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {
+    enter(mark);
+  }
+  void OnMapEnd() override { --depth_; }
+
+ private:
+  void enter(const YAML::Mark& mark) {
+    if (++depth_ > kMaxNesting)
+      throw Refused{mark, fmt::format("nested more than {} levels deep; catalog files are not", kMaxNesting)};
+  }
+  int depth_ = 0;
+};
+
 }  // namespace
 
 std::vector<Entry> parse_catalog(std::string_view text, const std::string& file, std::vector<Problem>& problems) {
   std::vector<Entry> entries;
   Reader r(file, problems);
+  if (text.size() > kMaxCatalogBytes) {
+    r.problem(Location{file, 0, 0}, fmt::format("the file is {} bytes; a catalog file may hold at most {} MiB "
+                                                "(split it into several files in one folder)",
+                                                text.size(), kMaxCatalogBytes >> 20));
+    return entries;
+  }
   YAML::Node root;
   try {
+    {
+      std::istringstream in{std::string(text)};
+      YAML::Parser parser(in);
+      Screen screen;
+      parser.HandleNextDocument(screen);
+    }
     root = YAML::Load(std::string(text));
+  } catch (const Refused& e) {
+    r.problem(r.at(e.mark), e.message);
+    return entries;
   } catch (const YAML::Exception& e) {
     r.problem(r.at(e.mark), fmt::format("not valid YAML: {}", e.msg));
     return entries;
