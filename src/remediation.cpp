@@ -151,7 +151,15 @@ std::vector<Change> apply_fix(const Fix& fix, const Diagnosis& d, ConfigAccess& 
   if (!fix.action.empty()) {
     const Action* action = policy.actions ? policy.actions->find(fix.action) : nullptr;
     if (!action) throw config_error(fmt::format("host action '{}' is not registered", fix.action));
-    (*action)(config, d);
+    try {
+      (*action)(config, d);
+    } catch (const std::exception&) {
+      throw;
+    } catch (...) {
+      // The host may throw anything; as a failed step it is reported and the
+      // next step tried, instead of replacing the host's original error.
+      throw config_error(fmt::format("host action '{}' threw an exception that is not a std::exception", fix.action));
+    }
   }
   return changes;
 }
@@ -477,7 +485,19 @@ bool RemediationSession::on_failure(ConfigAccess& next) {
   if (applied_ >= policy_.max_retries)
     give_up(*d, fmt::format("the retry bound ({}) is reached", policy_.max_retries));
 
-  FixChoice choice = choose(*d, next, policy_, tried_);
+  // A config type of the host's may throw anything while a fix is chosen;
+  // give up with the original error rather than let that replace it. (Given
+  // up outside the handler, so the build's error is the one nested.)
+  FixChoice choice;
+  std::string choose_failed;
+  try {
+    choice = choose(*d, next, policy_, tried_);
+  } catch (const std::exception& e) {
+    choose_failed = e.what();
+  } catch (...) {
+    choose_failed = "an exception that is not a std::exception";
+  }
+  if (!choose_failed.empty()) give_up(*d, "choosing a fix failed: " + choose_failed);
   for (Decision& x : choice.decisions) record(std::move(x));
   if (!choice.step) give_up(*d, "no remediation step is allowed by the policy and usable on this config");
   if (choice.suggest_only) {
