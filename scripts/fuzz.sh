@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# Builds the libFuzzer targets with clang (ASan+UBSan) in build-fuzz and runs
+# each for SECONDS (default 60), one after the other.
+#
+#   scripts/fuzz.sh [SECONDS] [TARGET...]     targets: catalog template match import config_fix
+#
+# Seeds come from fuzz/corpus/<target>/ (read only); what a run learns goes to
+# build-fuzz/corpus/<target>/ and is reused by the next run. A crash, leak or
+# hang (-timeout=2) is written to fuzz/findings/<target>/; copy it into
+# tests/data/fuzz-regressions/<target>/ once fixed so the suite replays it.
+# Exit status: 0 when no target found anything, 1 otherwise, 2 on bad usage.
+# Environment: FUZZ_BUILD (build dir), FUZZ_JOBS (build parallelism, 2),
+# FUZZ_ARGS (extra libFuzzer flags).
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+build=${FUZZ_BUILD:-$root/build-fuzz}
+all=(catalog template match import config_fix)
+
+seconds=60
+if [ $# -gt 0 ] && [[ $1 =~ ^[0-9]+$ ]]; then seconds=$1; shift; fi
+targets=("$@")
+[ ${#targets[@]} -gt 0 ] || targets=("${all[@]}")
+for t in "${targets[@]}"; do
+  [[ " ${all[*]} " == *" $t "* ]] || { echo "fuzz.sh: unknown target '$t' (one of: ${all[*]})" >&2; exit 2; }
+done
+command -v clang++ >/dev/null || { echo "fuzz.sh: clang++ not found; run scripts/setup.sh --with-fuzz" >&2; exit 2; }
+
+# Inputs never need to be larger than what each target reads in practice.
+declare -A max_len=([catalog]=65536 [template]=4096 [match]=262144 [import]=65536 [config_fix]=16384)
+
+cmake -S "$root" -B "$build" -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  -DERRSHIM_FUZZ=ON -DERRSHIM_BUILD_TESTS=OFF -DERRSHIM_BUILD_SAMPLES=OFF -DERRSHIM_BUILD_TOOLS=OFF \
+  -DERRSHIM_BUILD_BENCH=OFF >/dev/null
+build_targets=()
+for t in "${targets[@]}"; do build_targets+=("fuzz_$t"); done
+cmake --build "$build" -j"${FUZZ_JOBS:-2}" --target "${build_targets[@]}"
+
+status=0
+mkdir -p "$build/logs"
+for t in "${targets[@]}"; do
+  work="$build/corpus/$t"
+  findings="$root/fuzz/findings/$t"
+  mkdir -p "$work" "$findings"
+  log="$build/logs/$t.log"
+  echo "fuzz.sh: $t for ${seconds}s (log: $log)"
+  # -max_total_time is wall time; the CPU time the fuzzer got is reported
+  # too, since the machine may be shared.
+  start_cpu=$(awk '{print $14 + $15 + $16 + $17}' /proc/$$/stat)
+  # shellcheck disable=SC2086  # FUZZ_ARGS is a list of flags
+  if "$build/fuzz/fuzz_$t" -max_total_time="$seconds" -timeout=2 -rss_limit_mb=2048 -max_len="${max_len[$t]}" \
+       -print_final_stats=1 -artifact_prefix="$findings/" ${FUZZ_ARGS:-} "$work" "$root/fuzz/corpus/$t" >"$log" 2>&1; then
+    ok=1
+  else
+    ok=0
+  fi
+  cpu=$(awk -v s="$start_cpu" -v hz="$(getconf CLK_TCK)" '{printf "%.0f", ($14 + $15 + $16 + $17 - s) / hz}' /proc/$$/stat)
+  execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
+  echo "  $t: ${cpu}s CPU, ${execs:-?} inputs run"
+  if [ $ok = 0 ]; then
+    status=1
+    echo "fuzz.sh: $t found a problem; the input is in $findings/:" >&2
+    grep -E 'ERROR|errshim fuzz|SUMMARY|Test unit written' "$log" | head -5 >&2 || true
+  fi
+done
+exit $status
