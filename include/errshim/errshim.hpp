@@ -2,9 +2,11 @@
 #pragma once
 
 #include "errshim/catalog.hpp"
+#include "errshim/catalog_store.hpp"
 #include "errshim/diagnosis.hpp"
 #include "errshim/error.hpp"
 #include "errshim/guard.hpp"
+#include "errshim/importer.hpp"
 #include "errshim/lint.hpp"
 #include "errshim/normalize.hpp"
 #include "errshim/render.hpp"
