@@ -278,10 +278,12 @@ inline void config_fix_one(const std::uint8_t* data, std::size_t size) {
     }
     for (const Change& c : choice.changes) {
       const std::optional<Value> now = again->get(c.path);
-      // A value that is not valid UTF-8 (a capture from a binary message)
-      // may come back with U+FFFD in place of the bad bytes: yaml-cpp writes
-      // quoted strings that way, and a config file is better valid UTF-8.
-      if (c.after && !valid_utf8(c.after->text)) continue;
+      // A value or key that is not valid UTF-8 (a capture from a binary
+      // message, a config that is not UTF-8) may come back with U+FFFD in
+      // place of the bad bytes: yaml-cpp writes quoted scalars that way.
+      bool utf8 = !c.after || valid_utf8(c.after->text);
+      for (const std::string& part : c.path) utf8 = utf8 && valid_utf8(part);
+      if (!utf8) continue;
       if (c.after && (!now || now->text != c.after->text))
         ERRSHIM_FUZZ_FAIL("a fixed config lost the value of " + to_string(c.path) + "\n--- fixed:\n" + out);
     }

@@ -24,6 +24,8 @@
 #include <sstream>
 
 #include <fmt/format.h>
+#include <yaml-cpp/eventhandler.h>
+#include <yaml-cpp/parser.h>
 #include <yaml-cpp/yaml.h>
 
 #include "errshim/config.hpp"
@@ -306,6 +308,15 @@ class Checker {
       // yaml-cpp keeps both copies of a repeated key; a fix would change the
       // first while the program reads the last.
       if (key.IsScalar() && !seen.insert(key.Scalar()).second) fail(key, fmt::format("duplicate key '{}'", key.Scalar()));
+      // A control character would be written back as an escape (one byte
+      // becomes six), which can push the key past the 1024 characters YAML
+      // allows a simple key, so the dumped config would not read back.
+      if (key.IsScalar()) {
+        for (const char c : key.Scalar())
+          if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f)
+            fail(key, fmt::format("key holds the control character U+{:04X}; a config key is a printable name",
+                                  static_cast<unsigned>(static_cast<unsigned char>(c))));
+      }
       check(key);
       check(it->second);
     }
@@ -342,6 +353,37 @@ YAML::Node unshare(const YAML::Node& n) {
     default: return YAML::Node(YAML::NodeType::Null);
   }
 }
+
+// Counts the documents the parser reads and keeps where the second one's
+// content starts (the error position for "more than one document").
+class DocumentStarts final : public YAML::EventHandler {
+ public:
+  int documents = 0;
+  YAML::Mark second = YAML::Mark::null_mark();
+
+  void OnDocumentStart(const YAML::Mark&) override { ++documents; }
+  void OnDocumentEnd() override {}
+  void OnNull(const YAML::Mark& mark, YAML::anchor_t) override { node(mark); }
+  void OnAlias(const YAML::Mark& mark, YAML::anchor_t) override { node(mark); }
+  void OnScalar(const YAML::Mark& mark, const std::string&, YAML::anchor_t, const std::string&) override { node(mark); }
+  void OnSequenceStart(const YAML::Mark& mark, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {
+    node(mark);
+  }
+  void OnSequenceEnd() override {}
+  void OnMapStart(const YAML::Mark& mark, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {
+    node(mark);
+  }
+  void OnMapEnd() override {}
+
+ private:
+  void node(const YAML::Mark& mark) {
+    if (documents == 2 && !seen_second_) {
+      second = mark;
+      seen_second_ = true;
+    }
+  }
+  bool seen_second_ = false;
+};
 
 ConfigTree::Format detect_format(std::string_view text) {
   if (text.substr(0, 3) == "\xEF\xBB\xBF") text.remove_prefix(3);  // UTF-8 byte order mark
@@ -614,16 +656,23 @@ ConfigTree::~ConfigTree() = default;
 ConfigTree ConfigTree::parse(std::string_view text, std::string name) {
   const Format format = detect_format(text);
   const std::string input = format == Format::json ? join_surrogate_escapes(text) : std::string(text);
-  std::vector<YAML::Node> docs;
+  // YAML::Load would read the first document and drop the rest on dump, so a
+  // second document is an error. It is looked for with the event parser, at
+  // most twice: yaml-cpp 0.7's LoadAll never ends on some malformed input
+  // ("{}," yields empty documents forever, allocating as it goes).
+  DocumentStarts starts;
+  YAML::Node root;
   try {
-    docs = YAML::LoadAll(input);
+    std::istringstream in(input);
+    YAML::Parser parser(in);
+    for (int i = 0; i < 2 && parser.HandleNextDocument(starts); ++i) {
+    }
+    if (starts.documents > 0) root = YAML::Load(input);
   } catch (const YAML::Exception& e) {
     throw config_error(located(name, e.mark, e.msg));
   }
-  if (docs.empty()) throw config_error(fmt::format("{}: the document is empty; a config must be a mapping", name));
-  // YAML::Load would read the first document and drop the rest on dump.
-  if (docs.size() > 1) throw config_error(located(name, docs[1].Mark(), "more than one document; a config is one mapping"));
-  const YAML::Node& root = docs.front();
+  if (starts.documents == 0) throw config_error(fmt::format("{}: the document is empty; a config must be a mapping", name));
+  if (starts.documents > 1) throw config_error(located(name, starts.second, "more than one document; a config is one mapping"));
   if (!root.IsMap())
     throw config_error(located(name, root.Mark(), fmt::format("the document is {}; a config must be a mapping", kind_of(root))));
   Checker(name, format == Format::json).check(root);

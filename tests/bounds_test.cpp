@@ -365,6 +365,21 @@ TEST(BoundsYaml, NestingDeeperThanTheLimitIsRefusedWhereItStarts) {
   EXPECT_NE(ps[0].message.find("nested more than 64 levels deep"), std::string::npos);
 }
 
+TEST(BoundsYaml, AConfigOfAFlowCollectionAndACommaIsAnErrorNotAHang) {
+  // yaml-cpp 0.7 reads "{}," as an endless run of empty documents (found by
+  // the config_fix fuzzer: it allocated until it ran out of memory).
+  for (const char* text : {"{},", "[],", "{\"a\": 1},\n"}) {
+    const double start = thread_cpu_seconds();
+    try {
+      ConfigTree::parse(text, "c.json");
+      ADD_FAILURE() << text << " parsed";
+    } catch (const config_error& e) {
+      EXPECT_NE(std::string(e.what()).find("more than one document"), std::string::npos) << e.what();
+    }
+    EXPECT_LT(thread_cpu_seconds() - start, kSecondsBound);
+  }
+}
+
 TEST(BoundsYaml, ACatalogFileOverSixteenMebibytesIsRefusedBeforeParsing) {
   std::string huge = "schema: 1\nentries: []\n";
   huge.append(16u << 20, '#');  // a comment, so only the size is wrong

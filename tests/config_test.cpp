@@ -525,6 +525,17 @@ TEST(ConfigTree, ParseErrorsCarryLineAndColumn) {
   EXPECT_EQ(error_of([] { ConfigTree::parse("{a: 1}", "c.json"); }), "c.json:1:2: a JSON object key must be a quoted string");
 }
 
+TEST(ConfigTree, KeysWithControlCharactersAreRefusedSinceTheyWouldNotReadBack) {
+  // Found by the config_fix fuzzer: a key of NUL bytes was dumped as \u0000
+  // escapes, six times longer, past YAML's 1024-character limit on keys.
+  EXPECT_EQ(error_of([] { ConfigTree::parse(std::string("{\n  \"bos\0x\": 1}", 15), "c.json"); }),
+            "c.json:2:3: key holds the control character U+0000; a config key is a printable name");
+  EXPECT_EQ(error_of([] { ConfigTree::parse("\"a\\tb\": 1\n", "c.yaml"); }),
+            "c.yaml:1:1: key holds the control character U+0009; a config key is a printable name");
+  // Control characters in values are kept; they are data.
+  EXPECT_EQ(ConfigTree::parse("{\"a\": \"x\\u0001y\"}", "c.json").get({"a"})->text, std::string("x\x01y"));
+}
+
 TEST(ConfigTree, RootMustBeOneMapping) {
   EXPECT_EQ(error_of([] { ConfigTree::parse("[1, 2]", "c.json"); }), "c.json:1:1: the document is a list; a config must be a mapping");
   EXPECT_EQ(error_of([] { ConfigTree::parse("just text\n", "c.yaml"); }),
