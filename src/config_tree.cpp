@@ -152,6 +152,13 @@ bool plain_would_retype(std::string_view s) {
   return numeric_start && body.find_first_not_of("0123456789abcdefABCDEFoOxXtTzZ_.:+- ") == std::string_view::npos;
 }
 
+// Where the first C0 control character or DEL is, or npos.
+std::size_t first_control(std::string_view s) {
+  for (std::size_t i = 0; i < s.size(); ++i)
+    if (static_cast<unsigned char>(s[i]) < 0x20 || s[i] == 0x7f) return i;
+  return std::string_view::npos;
+}
+
 bool json_literal(std::string_view s) {
   // NaN and Infinity are not JSON, but Python's json module writes them by
   // default; a file it wrote must still load and be written back as it was.
@@ -312,10 +319,10 @@ class Checker {
       // becomes six), which can push the key past the 1024 characters YAML
       // allows a simple key, so the dumped config would not read back.
       if (key.IsScalar()) {
-        for (const char c : key.Scalar())
-          if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f)
-            fail(key, fmt::format("key holds the control character U+{:04X}; a config key is a printable name",
-                                  static_cast<unsigned>(static_cast<unsigned char>(c))));
+        const std::string& k = key.Scalar();
+        if (const std::size_t at = first_control(k); at != std::string_view::npos)
+          fail(key, fmt::format("key holds the control character U+{:04X}; a config key is a printable name",
+                                static_cast<unsigned>(static_cast<unsigned char>(k[at]))));
       }
       check(key);
       check(it->second);
@@ -436,8 +443,10 @@ void emit_yaml(YAML::Emitter& out, const YAML::Node& n) {
       return;
     case YAML::NodeType::Scalar:
       // A plain scalar goes out as it came in (the emitter quotes only what
-      // cannot be plain); a quoted one stays quoted.
-      if (n.Tag() == "!")
+      // cannot be plain); a quoted one stays quoted. yaml-cpp would write a
+      // control character raw in a plain scalar, where a trailing CR or tab
+      // is lost on reading back, so such a scalar is quoted (and escaped).
+      if (n.Tag() == "!" || first_control(n.Scalar()) != std::string_view::npos)
         out << YAML::DoubleQuoted << n.Scalar();
       else
         out << n.Scalar();

@@ -525,6 +525,19 @@ TEST(ConfigTree, ParseErrorsCarryLineAndColumn) {
   EXPECT_EQ(error_of([] { ConfigTree::parse("{a: 1}", "c.json"); }), "c.json:1:2: a JSON object key must be a quoted string");
 }
 
+TEST(ConfigTree, YamlValuesWithControlCharactersAreQuotedSoTheyReadBack) {
+  // Found by the config_fix fuzzer: yaml-cpp wrote trailing CRs raw in a
+  // plain scalar, and reading the file back dropped them.
+  ConfigTree t = ConfigTree::parse("model:\n  strict: false\n", "c.yaml");
+  for (const std::string& v : {std::string("abc\r\r"), std::string("tab\t"), std::string("a\x01b"), std::string("del\x7f")}) {
+    t.set({"captured"}, str(v));
+    const std::string out = t.dump();
+    EXPECT_EQ(ConfigTree::parse(out, "again").get({"captured"}), str(v)) << out;
+  }
+  t.set({"plain"}, str("kv_cache"));
+  EXPECT_NE(t.dump().find("plain: kv_cache\n"), std::string::npos) << t.dump();  // no needless quotes
+}
+
 TEST(ConfigTree, KeysWithControlCharactersAreRefusedSinceTheyWouldNotReadBack) {
   // Found by the config_fix fuzzer: a key of NUL bytes was dumped as \u0000
   // escapes, six times longer, past YAML's 1024-character limit on keys.
