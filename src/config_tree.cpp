@@ -29,6 +29,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include "errshim/config.hpp"
+#include "utf8.hpp"
 
 namespace errshim {
 
@@ -203,24 +204,6 @@ const char* kind_of(const YAML::Node& n) {
   }
 }
 
-void append_utf8(std::string& out, unsigned cp) {
-  if (cp < 0x80) {
-    out += static_cast<char>(cp);
-  } else if (cp < 0x800) {
-    out += static_cast<char>(0xC0 | (cp >> 6));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  } else if (cp < 0x10000) {
-    out += static_cast<char>(0xE0 | (cp >> 12));
-    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  } else {
-    out += static_cast<char>(0xF0 | (cp >> 18));
-    out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
-    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  }
-}
-
 std::optional<unsigned> hex4(std::string_view s, std::size_t at) {
   if (at + 4 > s.size()) return std::nullopt;
   unsigned v = 0;
@@ -258,7 +241,7 @@ std::string join_surrogate_escapes(std::string_view text) {
         const bool pair = hi && *hi >= 0xD800 && *hi <= 0xDBFF && text.substr(i + 6, 2) == "\\u";
         const auto lo = pair ? hex4(text, i + 8) : std::nullopt;
         if (lo && *lo >= 0xDC00 && *lo <= 0xDFFF) {
-          append_utf8(out, 0x10000 + ((*hi - 0xD800) << 10) + (*lo - 0xDC00));
+          detail::append_utf8(out, 0x10000 + ((*hi - 0xD800) << 10) + (*lo - 0xDC00));
           i += 11;
           continue;
         }

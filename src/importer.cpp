@@ -10,6 +10,7 @@
 
 #include "errshim/catalog.hpp"
 #include "template.hpp"
+#include "utf8.hpp"
 
 namespace errshim {
 
@@ -71,24 +72,11 @@ struct RecordRef {
 // Catalog text must survive a YAML round trip: valid UTF-8, no control
 // characters but tab and newline.
 bool clean_text(std::string_view s) {
-  for (std::size_t i = 0; i < s.size();) {
-    const unsigned char c = static_cast<unsigned char>(s[i]);
-    if (c < 0x80) {
-      if ((c < 0x20 && c != '\n' && c != '\t') || c == 0x7F) return false;
-      ++i;
-      continue;
-    }
-    std::size_t n = c >= 0xF0 && c <= 0xF4 ? 4 : c >= 0xE0 ? 3 : c >= 0xC2 && c <= 0xDF ? 2 : 0;
-    if (c >= 0xF5) n = 0;
-    if (n == 0 || i + n > s.size()) return false;
-    for (std::size_t k = 1; k < n; ++k)
-      if ((static_cast<unsigned char>(s[i + k]) & 0xC0) != 0x80) return false;
-    const unsigned char c1 = static_cast<unsigned char>(s[i + 1]);
-    if ((c == 0xE0 && c1 < 0xA0) || (c == 0xED && c1 > 0x9F) || (c == 0xF0 && c1 < 0x90) || (c == 0xF4 && c1 > 0x8F))
-      return false;
-    i += n;
+  for (const char ch : s) {
+    const unsigned char c = static_cast<unsigned char>(ch);
+    if ((c < 0x20 && c != '\n' && c != '\t') || c == 0x7F) return false;
   }
-  return true;
+  return detail::valid_utf8(s);
 }
 
 std::string text(const YAML::Node& rec, const RecordRef& r, const char* field, bool required = true) {

@@ -3,29 +3,11 @@
 #include <fmt/format.h>
 
 #include "errshim/catalog.hpp"
+#include "utf8.hpp"
 
 namespace errshim {
 
 namespace {
-
-// Length of the valid UTF-8 sequence starting at s[i], or 0 if invalid.
-std::size_t utf8_length(std::string_view s, std::size_t i) {
-  const auto b = [&](std::size_t k) { return static_cast<unsigned char>(s[i + k]); };
-  const unsigned char c = b(0);
-  std::size_t n = 0;
-  if (c < 0x80) return 1;
-  if (c >= 0xC2 && c <= 0xDF) n = 2;
-  else if (c >= 0xE0 && c <= 0xEF) n = 3;
-  else if (c >= 0xF0 && c <= 0xF4) n = 4;
-  else return 0;
-  if (i + n > s.size()) return 0;
-  for (std::size_t k = 1; k < n; ++k)
-    if ((b(k) & 0xC0) != 0x80) return 0;
-  // Reject overlong forms, surrogates and code points past U+10FFFF.
-  if (n == 3 && ((c == 0xE0 && b(1) < 0xA0) || (c == 0xED && b(1) > 0x9F))) return 0;
-  if (n == 4 && ((c == 0xF0 && b(1) < 0x90) || (c == 0xF4 && b(1) > 0x8F))) return 0;
-  return n;
-}
 
 std::string_view safety_name(Safety s) { return to_string(s); }
 
@@ -116,7 +98,7 @@ std::string json_quote(std::string_view s) {
       ++i;
       continue;
     }
-    const std::size_t n = utf8_length(s, i);
+    const std::size_t n = detail::utf8_sequence_length(s, i);
     if (n == 0) {
       out += "\xEF\xBF\xBD";  // U+FFFD for a byte that is not valid UTF-8
       ++i;
