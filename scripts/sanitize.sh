@@ -4,12 +4,20 @@
 #   scripts/sanitize.sh asan [CTEST_ARGS...]   AddressSanitizer + UndefinedBehaviorSanitizer, in build-asan
 #   scripts/sanitize.sh tsan [CTEST_ARGS...]   ThreadSanitizer, in build-tsan
 #
+# Without CTEST_ARGS it runs the suite as CI does: the unit tests in one
+# process (under a sanitizer, starting a process and building the catalog for
+# each of 400-odd tests costs most of the time), then the cli, sample, torch
+# and bindings tests through ctest. The package, Python and Rust tests are
+# left out: they check installation and foreign hosts (an interpreter, a
+# toolchain) that are not built with the sanitizers, not errshim's memory.
+# With CTEST_ARGS, only `ctest CTEST_ARGS` runs.
+#
 # Any report fails the run (halt_on_error; UBSan does not recover). A huge
 # allocation returns null as it does without a sanitizer
 # (allocator_may_return_null), since tests provoke libtorch's out-of-memory
 # error on purpose. Warnings are not errors here: instrumentation makes gcc 12
 # warn falsely (-Wmaybe-uninitialized in <functional>); the plain build keeps
-# -Werror. Extra arguments go to ctest, e.g. `scripts/sanitize.sh tsan -R Stress`.
+# -Werror. Example: `scripts/sanitize.sh tsan -R Stress`.
 # Environment: SANITIZE_JOBS (build parallelism, 2).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -34,10 +42,16 @@ cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DERRSHIM_SANITIZ
   -DERRSHIM_WERROR=OFF -DERRSHIM_BUILD_BENCH=OFF >/dev/null
 cmake --build "$build" -j"${SANITIZE_JOBS:-2}"
 
-run=(ctest --test-dir "$build" --output-on-failure -j2 "$@")
 # ThreadSanitizer needs the address layout it was built for; kernels with
 # large mmap randomisation break it, so run without ASLR where possible.
+prefix=()
 if [ "$kind" = tsan ] && command -v setarch >/dev/null && setarch "$(uname -m)" -R true 2>/dev/null; then
-  run=(setarch "$(uname -m)" -R "${run[@]}")
+  prefix=(setarch "$(uname -m)" -R)
 fi
-"${run[@]}"
+if [ $# -gt 0 ]; then
+  "${prefix[@]}" ctest --test-dir "$build" --output-on-failure -j2 "$@"
+else
+  # The unit tests read their data relative to the tests directory, as ctest runs them.
+  (cd "$build/tests" && "${prefix[@]}" ./errshim_tests --gtest_brief=1)
+  "${prefix[@]}" ctest --test-dir "$build" --output-on-failure -j2 -LE 'unit|package|python|rust'
+fi

@@ -295,6 +295,11 @@ class Checker {
     for (auto it = n.begin(); it != n.end(); ++it) {
       const YAML::Node key = it->first;  // a copy: it-> returns a proxy that dies with the statement
       if (json_ && !(key.IsScalar() && key.Tag() == "!")) fail(key, "a JSON object key must be a quoted string");
+      // A fix addresses keys by name; a null, list or mapping key, or one
+      // with a tag, names nothing and does not survive being written back.
+      if (!key.IsScalar()) fail(key, fmt::format("a config key must be a name, not {}", kind_of(key)));
+      if (key.Tag() != "?" && !quoted(key) && !key.Tag().empty())
+        fail(key, fmt::format("a config key may not carry a YAML tag ('{}')", key.Tag()));
       // yaml-cpp keeps both copies of a repeated key; a fix would change the
       // first while the program reads the last.
       if (key.IsScalar() && !seen.insert(key.Scalar()).second) fail(key, fmt::format("duplicate key '{}'", key.Scalar()));

@@ -538,6 +538,18 @@ TEST(ConfigTree, YamlValuesWithControlCharactersAreQuotedSoTheyReadBack) {
   EXPECT_NE(t.dump().find("plain: kv_cache\n"), std::string::npos) << t.dump();  // no needless quotes
 }
 
+TEST(ConfigTree, KeysThatNameNothingAreRefused) {
+  // Found by the config_fix fuzzer: a null key and a tagged empty key were
+  // written back as YAML that does not parse.
+  EXPECT_EQ(error_of([] { ConfigTree::parse("a: {!b: [2, , 3, {c: d}]}\n", "c.yaml"); }),
+            "c.yaml:1:5: a config key must be a name, not a list");
+  EXPECT_EQ(error_of([] { ConfigTree::parse("a: {!b : 1}\n", "c.yaml"); }), "c.yaml:1:5: a config key may not carry a YAML tag ('!b')");
+  EXPECT_EQ(error_of([] { ConfigTree::parse("a: 1\n? [x, y]\n: 2\n", "c.yaml"); }),
+            "c.yaml:2:3: a config key must be a name, not a list");
+  EXPECT_EQ(error_of([] { ConfigTree::parse("a: 1\n: 2\n", "c.yaml"); }), "c.yaml:2:1: a config key must be a name, not null");
+  EXPECT_EQ(ConfigTree::parse("!!str k: 1\n\"\": 2\n", "c.yaml").get({"k"})->text, "1");  // string keys, tagged or empty, are fine
+}
+
 TEST(ConfigTree, KeysWithControlCharactersAreRefusedSinceTheyWouldNotReadBack) {
   // Found by the config_fix fuzzer: a key of NUL bytes was dumped as \u0000
   // escapes, six times longer, past YAML's 1024-character limit on keys.
