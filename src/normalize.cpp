@@ -745,11 +745,16 @@ struct DebugMessage {
 std::optional<DebugMessage> debug_message(sv v, int depth) {
   v = trim(v);
   if (depth > kMaxDebugDepth || v.empty() || !is_upper(v[0])) return std::nullopt;
-  if (skip_debug_value(v, 0) != v.size()) return std::nullopt;
   std::size_t q = 0;
   while (q < v.size() && is_ident(v[q])) ++q;
+  // The shape first: ordinary message text fails it at its first word,
+  // before the whole value is scanned.
+  const bool tuple = q < v.size() && v[q] == '(' && v.back() == ')';
+  const bool record = starts_with(v.substr(q), " {") && v.back() == '}';
+  if (!tuple && !record) return std::nullopt;  // a unit variant or plain text: the Display path keeps it as is
+  if (skip_debug_value(v, 0) != v.size()) return std::nullopt;
   const std::string name(v.substr(0, q));
-  if (q < v.size() && v[q] == '(' && v.back() == ')') {
+  if (tuple) {
     if (skip_debug_value(v, q + 1) == v.size() - 1) {  // exactly one field
       const sv inner = trim(v.substr(q + 1, v.size() - q - 2));
       if (!inner.empty() && inner[0] == '"' && skip_string(inner, 0) == inner.size() && inner.size() >= 2)
@@ -758,26 +763,23 @@ std::optional<DebugMessage> debug_message(sv v, int depth) {
     }
     return DebugMessage{std::string(v), name};
   }
-  if (starts_with(v.substr(q), " {") && v.back() == '}') {
-    std::size_t p = q + 2;
-    while (p + 1 < v.size()) {
-      while (p < v.size() && is_blank(v[p])) ++p;
-      const std::size_t f = p;
-      while (p < v.size() && is_ident(v[p])) ++p;
-      const sv field = v.substr(f, p - f);
-      if (field.empty() || !starts_with(v.substr(p), ": ")) break;
-      p += 2;
-      const std::size_t e = skip_debug_value(v, p);
-      if (field == "inner") {
-        if (auto nested = debug_message(v.substr(p, e - p), depth + 1)) return nested;
-        break;
-      }
-      if (e >= v.size() || v[e] != ',') break;
-      p = e + 1;
+  std::size_t p = q + 2;  // a struct variant: "Name { field: value, ... }"
+  while (p + 1 < v.size()) {
+    while (p < v.size() && is_blank(v[p])) ++p;
+    const std::size_t f = p;
+    while (p < v.size() && is_ident(v[p])) ++p;
+    const sv field = v.substr(f, p - f);
+    if (field.empty() || !starts_with(v.substr(p), ": ")) break;
+    p += 2;
+    const std::size_t e = skip_debug_value(v, p);
+    if (field == "inner") {
+      if (auto nested = debug_message(v.substr(p, e - p), depth + 1)) return nested;
+      break;
     }
-    return DebugMessage{std::string(v), name};
+    if (e >= v.size() || v[e] != ',') break;
+    p = e + 1;
   }
-  return std::nullopt;  // a unit variant or plain text: the Display path keeps it as is
+  return DebugMessage{std::string(v), name};
 }
 
 // ------------------------------------------------------------------- libtorch
