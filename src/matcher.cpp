@@ -293,10 +293,11 @@ class Matcher::Run {
     }
   }
 
-  void finish(std::string_view message, const Normalized& norm) {
+  // Last use of `norm`: the winning segment's text is moved, not copied.
+  void finish(std::string_view message, Normalized& norm) {
     if (!best_) return;
     const Entry& e = *m_.entries_[best_->entry];
-    const Segment& seg = norm.segments[best_->segment];
+    Segment& seg = norm.segments[best_->segment];
     Diagnosis d;
     d.entry = m_.entries_[best_->entry];
     d.captures.reserve(e.capture_names.size());
@@ -305,8 +306,8 @@ class Matcher::Run {
       d.captures.push_back({name, sub.matched ? trimmed(sub.first, sub.second) : std::string()});
     }
     d.matched = trimmed((*best_->m)[0].first, (*best_->m)[0].second);
-    d.segment = seg.text;
-    d.exception_class = seg.exception_class;
+    d.segment = std::move(seg.text);  // the match points into it: read above, moved only now
+    d.exception_class = std::move(seg.exception_class);
     d.raw = std::string(message.substr(0, kMaxInputBytes));
     result_.diagnosis = std::move(d);
   }
@@ -353,7 +354,7 @@ template <class Body>
 MatchResult framed(std::string_view message, Body&& body) noexcept {
   MatchResult result;
   try {
-    const Normalized norm = normalize(message);
+    Normalized norm = normalize(message);
     if (norm.truncated)
       result.problems.push_back(fmt::format("message of {} bytes cut to its first and last {} KiB", message.size(),
                                             kMaxInputBytes / 2048));
@@ -371,7 +372,7 @@ MatchResult framed(std::string_view message, Body&& body) noexcept {
 }  // namespace
 
 MatchResult Matcher::match(std::string_view message, const Context& context) const noexcept {
-  return framed(message, [&](const Normalized& norm, MatchResult& result) {
+  return framed(message, [&](Normalized& norm, MatchResult& result) {
     Run run(*this, context, result);
     // Reused by each thread's calls: no allocation per message.
     thread_local std::vector<Candidate> candidates;
@@ -396,7 +397,7 @@ MatchResult Matcher::match(std::string_view message, const Context& context) con
 }
 
 MatchResult Matcher::match_naive(std::string_view message, const Context& context) const noexcept {
-  return framed(message, [&](const Normalized& norm, MatchResult& result) {
+  return framed(message, [&](Normalized& norm, MatchResult& result) {
     Run run(*this, context, result);
     for (std::size_t s = 0; s < norm.segments.size(); ++s)
       for (std::size_t i = 0; i < entries_.size(); ++i) run.consider(i, s, norm.segments[s].text, nullptr, 0, false);
@@ -406,7 +407,7 @@ MatchResult Matcher::match_naive(std::string_view message, const Context& contex
 
 MatchResult Matcher::match_prefiltered(std::string_view message, const Context& context,
                                        const Prefilter& prefilter) const noexcept {
-  return framed(message, [&](const Normalized& norm, MatchResult& result) {
+  return framed(message, [&](Normalized& norm, MatchResult& result) {
     Run run(*this, context, result);
     std::vector<std::uint32_t> ids;
     for (std::size_t s = 0; s < norm.segments.size(); ++s) {

@@ -40,7 +40,10 @@ bool is_space(char c) { return is_blank(c) || c == '\r' || c == '\n' || c == '\v
 bool is_continuation(char c) { return (static_cast<unsigned char>(c) & 0xC0u) == 0x80u; }
 char to_lower(char c) { return is_upper(c) ? static_cast<char>(c - 'A' + 'a') : c; }
 
-bool starts_with(sv s, sv p) { return s.size() >= p.size() && s.compare(0, p.size(), p) == 0; }
+// The first byte decides most tests on a line; only then is memcmp called.
+bool starts_with(sv s, sv p) {
+  return s.size() >= p.size() && (p.empty() || s[0] == p[0]) && s.compare(0, p.size(), p) == 0;
+}
 bool ends_with(sv s, sv p) {
   return s.size() >= p.size() && s.compare(s.size() - p.size(), p.size(), p) == 0;
 }
@@ -50,7 +53,13 @@ bool iequals(sv a, sv b) {
     if (to_lower(a[i]) != to_lower(b[i])) return false;
   return true;
 }
-bool contains(sv s, char c) { return s.find(c) != npos; }
+// For a handful of literal characters, tested per byte in loops: a plain
+// loop, not a memchr call each time.
+bool contains(sv s, char c) {
+  for (char x : s)
+    if (x == c) return true;
+  return false;
+}
 
 sv ltrim(sv s) {
   std::size_t i = 0;
@@ -261,8 +270,16 @@ std::size_t match_level(sv s, std::size_t p, bool any_case) {
   while (q < s.size() && is_alpha(s[q]) && q - p < 9) ++q;
   if (q == p || (q < s.size() && (is_ident(s[q]) || s[q] == '-'))) return npos;
   const sv word = s.substr(p, q - p);
+  // Cheap rejections first: the levels' lengths, and bare levels are upper case.
+  if (word.size() < 3 || word.size() > 8 || (!any_case && !is_upper(word[1]))) return npos;
   bool found = false;
-  for (sv level : kLevels) found = found || (any_case ? iequals(word, level) : word == level);
+  // Compared here, byte by byte: a word this short is not worth a memcmp call.
+  for (sv level : kLevels) {
+    if (word.size() != level.size()) continue;
+    std::size_t i = 0;
+    while (i < word.size() && (any_case ? to_lower(word[i]) == to_lower(level[i]) : word[i] == level[i])) ++i;
+    found = found || i == word.size();
+  }
   if (!found) return npos;
   if (q == s.size() || is_blank(s[q]) || s[q] == '|') return q;
   if (!any_case && s[q] == ':') return q;
