@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstring>
 #include <limits>
 #include <mutex>
 #include <optional>
@@ -30,6 +31,24 @@ std::string trimmed(const char* first, const char* last) {
 
 std::string compile_error(const boost::regex_error& err, const std::string& pattern, const char* what) {
   return fmt::format("{}does not compile: {} (at character {} of '{}')", what, err.what(), err.position() + 1, pattern);
+}
+
+// Whether `needle` occurs in `text`. The second literals looked for often
+// start with a blank or a comma; string_view::find calls memcmp at every
+// occurrence of the first byte, this only where the last byte fits too.
+bool contains_text(std::string_view text, std::string_view needle) {
+  const std::size_t n = needle.size();
+  if (n == 0) return true;
+  if (n > text.size()) return false;
+  const char* p = text.data();
+  const char* const last = text.data() + (text.size() - n);  // the last start that fits
+  while (p <= last) {
+    p = static_cast<const char*>(std::memchr(p, needle[0], static_cast<std::size_t>(last - p) + 1));
+    if (p == nullptr) return false;
+    if (p[n - 1] == needle[n - 1] && std::memcmp(p, needle.data(), n) == 0) return true;
+    ++p;
+  }
+  return false;
 }
 
 struct Candidate {
@@ -246,7 +265,7 @@ class Matcher::Run {
     // a substring search rules out most entries that share the first.
     const std::string_view also = m_.also(index);
     auto holds_also = [&](std::size_t start, std::size_t end) {
-      return also.empty() || text.substr(start, end - start).find(also) != std::string_view::npos;
+      return contains_text(text.substr(start, end - start), also);
     };
     if (!m_.slots_[index].line_local) {
       const std::size_t start = m_.search_start(index, text, hits[0].hit);
