@@ -126,6 +126,13 @@ class LiteralIndex {
   static std::uint64_t table_hash(std::uint64_t gram) noexcept {
     return (gram ^ (gram >> 31)) * 0xD6E8FEB86659FD93ull;
   }
+  static void prefetch(const void* p) noexcept {
+#if defined(__GNUC__)
+    __builtin_prefetch(p);
+#else
+    (void)p;
+#endif
+  }
 
   template <std::size_t Width, class OnHit>
   void scan_lane(const Lane& lane, std::string_view text, OnHit& on_hit) const;
@@ -145,22 +152,43 @@ void LiteralIndex::scan_lane(const Lane& lane, std::string_view text, OnHit& on_
   const unsigned shift = lane.filter_shift;
   const std::size_t stride = lane.stride;
   const std::size_t last = n - Width;  // last position a window fits at
-  for (std::size_t i = 0; i <= last; i += stride) {
-    const std::uint64_t gram = load_gram(data + i, Width);
-    const std::uint64_t h = filter_hash(gram);
-    const std::uint64_t mask = filter_mask(h);
-    if ((filter[h >> shift] & mask) != mask) continue;
-    const Slot* slot = lane.find(gram);
-    if (!slot) continue;
-    for (std::uint32_t k = slot->begin; k < slot->end; ++k) {
-      const Posting& p = lane.postings[k];
-      if (i < p.offset) continue;
-      const std::size_t start = i - p.offset;
-      if (start + 8 <= n && (load_gram(data + start, 8) & p.head_mask) != p.head) continue;
-      const std::uint32_t kb = key_begin_[p.key];
-      const std::size_t len = key_begin_[p.key + 1] - kb;
-      if (start + len > n) continue;
-      if (std::memcmp(data + start, key_bytes_.data() + kb, len) == 0) on_hit(static_cast<std::size_t>(p.key), start);
+  // In batches: the filter tests of a batch first, each pass prefetching
+  // its table slot, then the lookups, each prefetching its postings, then
+  // the postings. The table and postings are MBs, far from the core; one
+  // position after the other, every pass waited for two cache misses in turn.
+  constexpr std::size_t kBatch = 16;
+  std::size_t at[kBatch];
+  std::uint64_t grams[kBatch];
+  const Slot* slots[kBatch];
+  for (std::size_t i = 0; i <= last;) {
+    std::size_t count = 0;
+    for (; i <= last && count < kBatch; i += stride) {
+      const std::uint64_t gram = load_gram(data + i, Width);
+      const std::uint64_t h = filter_hash(gram);
+      const std::uint64_t mask = filter_mask(h);
+      if ((filter[h >> shift] & mask) != mask) continue;
+      prefetch(&lane.table[table_hash(gram) >> lane.table_shift]);
+      at[count] = i;
+      grams[count++] = gram;
+    }
+    for (std::size_t b = 0; b < count; ++b) {
+      slots[b] = lane.find(grams[b]);
+      if (slots[b]) prefetch(&lane.postings[slots[b]->begin]);
+    }
+    for (std::size_t b = 0; b < count; ++b) {
+      const Slot* slot = slots[b];
+      if (!slot) continue;
+      const std::size_t pos = at[b];
+      for (std::uint32_t k = slot->begin; k < slot->end; ++k) {
+        const Posting& p = lane.postings[k];
+        if (pos < p.offset) continue;
+        const std::size_t start = pos - p.offset;
+        if (start + 8 <= n && (load_gram(data + start, 8) & p.head_mask) != p.head) continue;
+        const std::uint32_t kb = key_begin_[p.key];
+        const std::size_t len = key_begin_[p.key + 1] - kb;
+        if (start + len > n) continue;
+        if (std::memcmp(data + start, key_bytes_.data() + kb, len) == 0) on_hit(static_cast<std::size_t>(p.key), start);
+      }
     }
   }
 }

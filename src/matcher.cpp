@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstring>
 #include <limits>
 #include <mutex>
 #include <optional>
@@ -30,6 +31,24 @@ std::string trimmed(const char* first, const char* last) {
 
 std::string compile_error(const boost::regex_error& err, const std::string& pattern, const char* what) {
   return fmt::format("{}does not compile: {} (at character {} of '{}')", what, err.what(), err.position() + 1, pattern);
+}
+
+// Whether `needle` occurs in `text`. The second literals looked for often
+// start with a blank or a comma; string_view::find calls memcmp at every
+// occurrence of the first byte, this only where the last byte fits too.
+bool contains_text(std::string_view text, std::string_view needle) {
+  const std::size_t n = needle.size();
+  if (n == 0) return true;
+  if (n > text.size()) return false;
+  const char* p = text.data();
+  const char* const last = text.data() + (text.size() - n);  // the last start that fits
+  while (p <= last) {
+    p = static_cast<const char*>(std::memchr(p, needle[0], static_cast<std::size_t>(last - p) + 1));
+    if (p == nullptr) return false;
+    if (p[n - 1] == needle[n - 1] && std::memcmp(p, needle.data(), n) == 0) return true;
+    ++p;
+  }
+  return false;
 }
 
 struct Candidate {
@@ -246,7 +265,7 @@ class Matcher::Run {
     // a substring search rules out most entries that share the first.
     const std::string_view also = m_.also(index);
     auto holds_also = [&](std::size_t start, std::size_t end) {
-      return also.empty() || text.substr(start, end - start).find(also) != std::string_view::npos;
+      return contains_text(text.substr(start, end - start), also);
     };
     if (!m_.slots_[index].line_local) {
       const std::size_t start = m_.search_start(index, text, hits[0].hit);
@@ -293,10 +312,11 @@ class Matcher::Run {
     }
   }
 
-  void finish(std::string_view message, const Normalized& norm) {
+  // Last use of `norm`: the winning segment's text is moved, not copied.
+  void finish(std::string_view message, Normalized& norm) {
     if (!best_) return;
     const Entry& e = *m_.entries_[best_->entry];
-    const Segment& seg = norm.segments[best_->segment];
+    Segment& seg = norm.segments[best_->segment];
     Diagnosis d;
     d.entry = m_.entries_[best_->entry];
     d.captures.reserve(e.capture_names.size());
@@ -305,8 +325,8 @@ class Matcher::Run {
       d.captures.push_back({name, sub.matched ? trimmed(sub.first, sub.second) : std::string()});
     }
     d.matched = trimmed((*best_->m)[0].first, (*best_->m)[0].second);
-    d.segment = seg.text;
-    d.exception_class = seg.exception_class;
+    d.segment = std::move(seg.text);  // the match points into it: read above, moved only now
+    d.exception_class = std::move(seg.exception_class);
     d.raw = std::string(message.substr(0, kMaxInputBytes));
     result_.diagnosis = std::move(d);
   }
@@ -353,7 +373,7 @@ template <class Body>
 MatchResult framed(std::string_view message, Body&& body) noexcept {
   MatchResult result;
   try {
-    const Normalized norm = normalize(message);
+    Normalized norm = normalize(message);
     if (norm.truncated)
       result.problems.push_back(fmt::format("message of {} bytes cut to its first and last {} KiB", message.size(),
                                             kMaxInputBytes / 2048));
@@ -371,7 +391,7 @@ MatchResult framed(std::string_view message, Body&& body) noexcept {
 }  // namespace
 
 MatchResult Matcher::match(std::string_view message, const Context& context) const noexcept {
-  return framed(message, [&](const Normalized& norm, MatchResult& result) {
+  return framed(message, [&](Normalized& norm, MatchResult& result) {
     Run run(*this, context, result);
     // Reused by each thread's calls: no allocation per message.
     thread_local std::vector<Candidate> candidates;
@@ -396,7 +416,7 @@ MatchResult Matcher::match(std::string_view message, const Context& context) con
 }
 
 MatchResult Matcher::match_naive(std::string_view message, const Context& context) const noexcept {
-  return framed(message, [&](const Normalized& norm, MatchResult& result) {
+  return framed(message, [&](Normalized& norm, MatchResult& result) {
     Run run(*this, context, result);
     for (std::size_t s = 0; s < norm.segments.size(); ++s)
       for (std::size_t i = 0; i < entries_.size(); ++i) run.consider(i, s, norm.segments[s].text, nullptr, 0, false);
@@ -406,7 +426,7 @@ MatchResult Matcher::match_naive(std::string_view message, const Context& contex
 
 MatchResult Matcher::match_prefiltered(std::string_view message, const Context& context,
                                        const Prefilter& prefilter) const noexcept {
-  return framed(message, [&](const Normalized& norm, MatchResult& result) {
+  return framed(message, [&](Normalized& norm, MatchResult& result) {
     Run run(*this, context, result);
     std::vector<std::uint32_t> ids;
     for (std::size_t s = 0; s < norm.segments.size(); ++s) {

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -39,7 +40,10 @@ bool is_space(char c) { return is_blank(c) || c == '\r' || c == '\n' || c == '\v
 bool is_continuation(char c) { return (static_cast<unsigned char>(c) & 0xC0u) == 0x80u; }
 char to_lower(char c) { return is_upper(c) ? static_cast<char>(c - 'A' + 'a') : c; }
 
-bool starts_with(sv s, sv p) { return s.size() >= p.size() && s.compare(0, p.size(), p) == 0; }
+// The first byte decides most tests on a line; only then is memcmp called.
+bool starts_with(sv s, sv p) {
+  return s.size() >= p.size() && (p.empty() || s[0] == p[0]) && s.compare(0, p.size(), p) == 0;
+}
 bool ends_with(sv s, sv p) {
   return s.size() >= p.size() && s.compare(s.size() - p.size(), p.size(), p) == 0;
 }
@@ -49,7 +53,13 @@ bool iequals(sv a, sv b) {
     if (to_lower(a[i]) != to_lower(b[i])) return false;
   return true;
 }
-bool contains(sv s, char c) { return s.find(c) != npos; }
+// For a handful of literal characters, tested per byte in loops: a plain
+// loop, not a memchr call each time.
+bool contains(sv s, char c) {
+  for (char x : s)
+    if (x == c) return true;
+  return false;
+}
 
 sv ltrim(sv s) {
   std::size_t i = 0;
@@ -138,23 +148,33 @@ class TextBuilder {
 
 // ------------------------------------------------------------- bytes and lines
 
+// Position of the first `c` in s at or after `from`, s.size() when none.
+// memchr scans many bytes per cycle; the loops below only visit its hits.
+std::size_t find_byte(sv s, char c, std::size_t from) {
+  if (from >= s.size()) return s.size();
+  const void* hit = std::memchr(s.data() + from, c, s.size() - from);
+  return hit == nullptr ? s.size() : static_cast<std::size_t>(static_cast<const char*>(hit) - s.data());
+}
+
+bool needs_cleaning(sv in) { return find_byte(in, '\0', 0) < in.size() || find_byte(in, '\x1b', 0) < in.size(); }
+
 // Copies `in` to `out` without terminal escapes and NUL bytes: colours are
 // noise to matching, and a NUL would cut the message short for C consumers.
+// The text between them is appended in runs.
 void append_clean(std::string& out, sv in) {
   const std::size_t n = in.size();
   std::size_t i = 0;
+  std::size_t next_nul = find_byte(in, '\0', 0);
+  std::size_t next_esc = find_byte(in, '\x1b', 0);
   while (i < n) {
-    const char c = in[i];
-    if (c == '\0') {
-      ++i;
-      continue;
-    }
-    if (c != '\x1b') {
-      out += c;
-      ++i;
-      continue;
-    }
-    ++i;  // the ESC itself is always dropped
+    // An escape sequence may have swallowed the byte found before: look again.
+    if (next_nul < i) next_nul = find_byte(in, '\0', i);
+    if (next_esc < i) next_esc = find_byte(in, '\x1b', i);
+    const std::size_t stop = std::min(next_nul, next_esc);
+    out.append(in.data() + i, stop - i);
+    if (stop >= n) break;
+    i = stop + 1;  // the NUL or ESC itself is always dropped
+    if (in[stop] == '\0') continue;
     if (i >= n) break;
     const char kind = in[i];
     if (kind == '[') {  // CSI: parameters and intermediates, then one final byte
@@ -173,19 +193,26 @@ void append_clean(std::string& out, sv in) {
   }
 }
 
-// Splits on "\n", "\r\n" and a lone "\r": progress bars redraw with a lone CR,
-// and each redraw is a line of its own.
-std::vector<sv> split_lines(sv s) {
-  std::vector<sv> lines;
+// Calls on_line(line) for each line of s, split on "\n", "\r\n" and a lone
+// "\r": progress bars redraw with a lone CR, and each redraw is a line of its
+// own. A last line without a terminator counts when it is not empty.
+template <class OnLine>
+void for_each_line(sv s, OnLine&& on_line) {
+  const std::size_t n = s.size();
+  // Both positions are searched again only once passed, so the bytes are
+  // scanned once however the two terminators interleave.
+  std::size_t next_nl = find_byte(s, '\n', 0);
+  std::size_t next_cr = find_byte(s, '\r', 0);
   std::size_t start = 0;
-  for (std::size_t i = 0; i < s.size(); ++i) {
-    if (s[i] != '\n' && s[i] != '\r') continue;
-    lines.push_back(s.substr(start, i - start));
-    if (s[i] == '\r' && i + 1 < s.size() && s[i + 1] == '\n') ++i;
-    start = i + 1;
+  while (start < n) {
+    if (next_nl < start) next_nl = find_byte(s, '\n', start);
+    if (next_cr < start) next_cr = find_byte(s, '\r', start);
+    const std::size_t end = std::min(next_nl, next_cr);
+    on_line(s.substr(start, end - start));
+    if (end >= n) break;
+    start = end + 1;
+    if (s[end] == '\r' && start < n && s[start] == '\n') ++start;
   }
-  if (start < s.size()) lines.push_back(s.substr(start));
-  return lines;
 }
 
 // ----------------------------------------------------------------- log prefixes
@@ -243,8 +270,16 @@ std::size_t match_level(sv s, std::size_t p, bool any_case) {
   while (q < s.size() && is_alpha(s[q]) && q - p < 9) ++q;
   if (q == p || (q < s.size() && (is_ident(s[q]) || s[q] == '-'))) return npos;
   const sv word = s.substr(p, q - p);
+  // Cheap rejections first: the levels' lengths, and bare levels are upper case.
+  if (word.size() < 3 || word.size() > 8 || (!any_case && !is_upper(word[1]))) return npos;
   bool found = false;
-  for (sv level : kLevels) found = found || (any_case ? iequals(word, level) : word == level);
+  // Compared here, byte by byte: a word this short is not worth a memcmp call.
+  for (sv level : kLevels) {
+    if (word.size() != level.size()) continue;
+    std::size_t i = 0;
+    while (i < word.size() && (any_case ? to_lower(word[i]) == to_lower(level[i]) : word[i] == level[i])) ++i;
+    found = found || i == word.size();
+  }
   if (!found) return npos;
   if (q == s.size() || is_blank(s[q]) || s[q] == '|') return q;
   if (!any_case && s[q] == ':') return q;
@@ -430,6 +465,9 @@ struct Prefix {
 // lets a parser tell its own block's lines (same prefix shape, e.g. every line
 // "[rank0]:") from interleaved log records (a timestamp appears).
 Prefix strip_prefix(sv s) {
+  // Every prefix token starts with '[', '(', a digit (time) or a letter
+  // (level, glog header, compose name): frames, code and blank lines end here.
+  if (s.empty() || !(is_alpha(s[0]) || is_digit(s[0]) || s[0] == '[' || s[0] == '(')) return {};
   std::size_t pos = 0;
   bool any = false;
   bool saw_timestamp = false;
@@ -724,11 +762,16 @@ struct DebugMessage {
 std::optional<DebugMessage> debug_message(sv v, int depth) {
   v = trim(v);
   if (depth > kMaxDebugDepth || v.empty() || !is_upper(v[0])) return std::nullopt;
-  if (skip_debug_value(v, 0) != v.size()) return std::nullopt;
   std::size_t q = 0;
   while (q < v.size() && is_ident(v[q])) ++q;
+  // The shape first: ordinary message text fails it at its first word,
+  // before the whole value is scanned.
+  const bool tuple = q < v.size() && v[q] == '(' && v.back() == ')';
+  const bool record = starts_with(v.substr(q), " {") && v.back() == '}';
+  if (!tuple && !record) return std::nullopt;  // a unit variant or plain text: the Display path keeps it as is
+  if (skip_debug_value(v, 0) != v.size()) return std::nullopt;
   const std::string name(v.substr(0, q));
-  if (q < v.size() && v[q] == '(' && v.back() == ')') {
+  if (tuple) {
     if (skip_debug_value(v, q + 1) == v.size() - 1) {  // exactly one field
       const sv inner = trim(v.substr(q + 1, v.size() - q - 2));
       if (!inner.empty() && inner[0] == '"' && skip_string(inner, 0) == inner.size() && inner.size() >= 2)
@@ -737,26 +780,23 @@ std::optional<DebugMessage> debug_message(sv v, int depth) {
     }
     return DebugMessage{std::string(v), name};
   }
-  if (starts_with(v.substr(q), " {") && v.back() == '}') {
-    std::size_t p = q + 2;
-    while (p + 1 < v.size()) {
-      while (p < v.size() && is_blank(v[p])) ++p;
-      const std::size_t f = p;
-      while (p < v.size() && is_ident(v[p])) ++p;
-      const sv field = v.substr(f, p - f);
-      if (field.empty() || !starts_with(v.substr(p), ": ")) break;
-      p += 2;
-      const std::size_t e = skip_debug_value(v, p);
-      if (field == "inner") {
-        if (auto nested = debug_message(v.substr(p, e - p), depth + 1)) return nested;
-        break;
-      }
-      if (e >= v.size() || v[e] != ',') break;
-      p = e + 1;
+  std::size_t p = q + 2;  // a struct variant: "Name { field: value, ... }"
+  while (p + 1 < v.size()) {
+    while (p < v.size() && is_blank(v[p])) ++p;
+    const std::size_t f = p;
+    while (p < v.size() && is_ident(v[p])) ++p;
+    const sv field = v.substr(f, p - f);
+    if (field.empty() || !starts_with(v.substr(p), ": ")) break;
+    p += 2;
+    const std::size_t e = skip_debug_value(v, p);
+    if (field == "inner") {
+      if (auto nested = debug_message(v.substr(p, e - p), depth + 1)) return nested;
+      break;
     }
-    return DebugMessage{std::string(v), name};
+    if (e >= v.size() || v[e] != ',') break;
+    p = e + 1;
   }
-  return std::nullopt;  // a unit variant or plain text: the Display path keeps it as is
+  return DebugMessage{std::string(v), name};
 }
 
 // ------------------------------------------------------------------- libtorch
@@ -789,10 +829,28 @@ struct Line {
   std::uint64_t signature;  // of the removed prefix, 0 when none
 };
 
+// Buffers normalize() reuses on each thread; a huge input's are given back.
+struct Scratch {
+  std::string clean;
+  std::vector<Line> lines;
+  std::vector<bool> plain;
+
+  void release_if_large() {
+    constexpr std::size_t kKeepBytes = 64u << 10;
+    constexpr std::size_t kKeepLines = 2048;
+    if (clean.capacity() > kKeepBytes) std::string().swap(clean);
+    if (lines.capacity() > kKeepLines) std::vector<Line>().swap(lines);
+    if (plain.capacity() > kKeepLines) std::vector<bool>().swap(plain);
+  }
+};
+
 class Parser {
  public:
-  explicit Parser(std::vector<Line> lines)
-      : lines_(std::move(lines)), n_(lines_.size()), plain_(lines_.size(), false) {}
+  // `plain` is scratch space, reused across calls.
+  Parser(const std::vector<Line>& lines, std::vector<bool>& plain)
+      : lines_(lines), n_(lines.size()), plain_(plain) {
+    plain_.assign(n_, false);
+  }
 
   std::vector<Segment> run() {
     std::size_t i = 0;
@@ -1117,9 +1175,9 @@ class Parser {
     return skip_panic_tail(j);
   }
 
-  std::vector<Line> lines_;
+  const std::vector<Line>& lines_;
   std::size_t n_;
-  std::vector<bool> plain_;  // lines no wrapper claimed: the fallback message
+  std::vector<bool>& plain_;  // lines no wrapper claimed: the fallback message
   std::vector<Segment> out_;
 };
 
@@ -1139,21 +1197,27 @@ Normalized normalize_impl(sv raw) {
     const std::size_t first_nl = tail.find('\n');
     tail = first_nl != npos ? tail.substr(first_nl + 1) : tail.substr(utf8_ceil(tail, 0));
   }
-  std::string clean;
-  clean.reserve(head.size() + tail.size() + 2);
-  append_clean(clean, head);
-  if (result.truncated) {
-    clean += "\n\n";  // a blank line ends whatever message the head was in
-    append_clean(clean, tail);
+  // Per-thread buffers: a call allocates only the segments it returns.
+  thread_local Scratch scratch;
+  sv clean = head;  // no escapes nor NULs, the usual case: read the input in place
+  if (result.truncated || needs_cleaning(head)) {
+    scratch.clean.clear();
+    scratch.clean.reserve(head.size() + tail.size() + 2);
+    append_clean(scratch.clean, head);
+    if (result.truncated) {
+      scratch.clean += "\n\n";  // a blank line ends whatever message the head was in
+      append_clean(scratch.clean, tail);
+    }
+    clean = scratch.clean;
   }
-  const std::vector<sv> raw_lines = split_lines(clean);
-  std::vector<Line> lines;
-  lines.reserve(raw_lines.size());
-  for (sv line : raw_lines) {
+  std::vector<Line>& lines = scratch.lines;
+  lines.clear();
+  for_each_line(clean, [&lines](sv line) {
     const Prefix prefix = strip_prefix(line);
     lines.push_back(Line{rtrim(line.substr(prefix.length)), prefix.signature});
-  }
-  result.segments = Parser(std::move(lines)).run();
+  });
+  result.segments = Parser(lines, scratch.plain).run();
+  scratch.release_if_large();
   return result;
 }
 

@@ -781,4 +781,64 @@ TEST(Normalize, ShuffledFragmentsKeepInvariants) {
   }
 }
 
+// One input of each wrapper, for the tests below.
+std::vector<std::string> wrapper_samples() {
+  const std::string tb = quantized_cache_traceback();
+  std::string tagged;
+  for (std::size_t start = 0, nl; start < tb.size(); start = nl + 1) {
+    nl = tb.find('\n', start);
+    tagged += "[rank0]: " + tb.substr(start, nl - start + 1);
+  }
+  return {
+      std::string("Error: ") + kMetaSdpa + " (while loading MistralForCausalLM)",
+      kKvRepeat,
+      "2026-11-30 10:01:42,123 - ERROR - generation failed\n" + tb + "2026-11-30 10:01:43,000 - INFO - done\n",
+      "Traceback (most recent call last):\n  File \"/app/a.py\", line 3, in f\n    g()\nRuntimeError: " +
+          std::string(kViewShape) +
+          "\n\nThe above exception was the direct cause of the following exception:\n\n" + tb,
+      tagged,
+      std::string("Error: failed to build the model\n\nCaused by:\n    0: loading the metavoice transformer\n    1: ") +
+          kKvCache + "\n\nStack backtrace:\n   0: anyhow::error::msg\n             at /src/error.rs:83:36\n",
+      std::string(kViewShape) + "\n" + kC10Frames,
+      "thread 'main' panicked at src/main.rs:10:5:\n" + std::string(kKvRepeat) +
+          "\nnote: run with `RUST_BACKTRACE=1` environment variable to display a backtrace\n",
+      "Error: Msg(\"" + std::string(kKvCache) + "\")",
+      "worker-3  | INFO loading\nworker-3  | " + std::string(kKvCache) + "\nplain text, two lines\n",
+  };
+}
+
+// Clean input is read in place, input with escapes or NULs is copied
+// without them: which path ran must not show. Colour codes, a hyperlink or
+// a NUL spliced in at any offset leave the segments as they were.
+TEST(Normalize, EscapesAndNulsSplicedAnywhereChangeNothing) {
+  const std::vector<std::string> noise = {"\x1b[1;31m", "\x1b]8;;http://x\x07", std::string(1, '\0')};
+  for (const std::string& input : wrapper_samples()) {
+    const Normalized want = normalize(input);
+    ASSERT_FALSE(want.segments.empty()) << input;
+    for (const std::string& n : noise) {
+      for (std::size_t at = 0; at <= input.size(); ++at) {
+        const Normalized got = normalize(input.substr(0, at) + n + input.substr(at));
+        ASSERT_EQ(texts(got), texts(want)) << "at " << at << " of:\n" << input;
+        ASSERT_EQ(classes(got), classes(want)) << "at " << at << " of:\n" << input;
+      }
+    }
+  }
+}
+
+// Lines end at LF, CRLF or a lone CR alike.
+TEST(Normalize, LfCrLfAndLoneCrLineEndsGiveTheSameSegments) {
+  for (const std::string& input : wrapper_samples()) {
+    const Normalized want = normalize(input);
+    std::string crlf, cr;
+    for (char c : input) {
+      crlf += c == '\n' ? std::string("\r\n") : std::string(1, c);
+      cr += c == '\n' ? '\r' : c;
+    }
+    EXPECT_EQ(texts(normalize(crlf)), texts(want)) << input;
+    EXPECT_EQ(classes(normalize(crlf)), classes(want)) << input;
+    EXPECT_EQ(texts(normalize(cr)), texts(want)) << input;
+    EXPECT_EQ(classes(normalize(cr)), classes(want)) << input;
+  }
+}
+
 }  // namespace
