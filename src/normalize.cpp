@@ -5,6 +5,7 @@
 // hostile message cannot make matching slow.
 
 #include "errshim/normalize.hpp"
+#include "utf8.hpp"
 
 #include <algorithm>
 #include <cstdint>
@@ -686,24 +687,6 @@ std::size_t skip_debug_value(sv s, std::size_t p) {
   return p;
 }
 
-void append_utf8(std::string& out, std::uint32_t cp) {
-  if (cp < 0x80) {
-    out += static_cast<char>(cp);
-  } else if (cp < 0x800) {
-    out += static_cast<char>(0xC0 | (cp >> 6));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  } else if (cp < 0x10000) {
-    out += static_cast<char>(0xE0 | (cp >> 12));
-    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  } else {
-    out += static_cast<char>(0xF0 | (cp >> 18));
-    out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
-    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  }
-}
-
 // The body of a Rust string literal as Debug prints it, unescaped. Escapes it
 // cannot decode ("\0", a bad "\u{...}") are kept as written.
 std::string unescape_rust(sv s) {
@@ -735,7 +718,7 @@ std::string unescape_rust(sv s) {
         }
         ok = ok && cp <= 0x10FFFF && (cp < 0xD800 || cp > 0xDFFF);
         if (ok) {
-          append_utf8(out, cp);
+          detail::append_utf8(out, cp);
           i = close;
         } else {
           out += "\\u";
