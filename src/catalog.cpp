@@ -123,9 +123,13 @@ CatalogBuilder& CatalogBuilder::add_yaml(std::string text, std::string name) {
 
 namespace {
 
+// A catalog file's text: read into `owned`, or borrowed (embedded data, or
+// text the builder holds), so a large catalog is not copied before parsing.
 struct File {
   std::string name;
-  std::string text;
+  std::string owned;
+  std::string_view borrowed;
+  std::string_view text() const { return borrowed.data() ? borrowed : std::string_view(owned); }
 };
 
 bool is_yaml(const std::filesystem::path& p) { return p.extension() == ".yaml" || p.extension() == ".yml"; }
@@ -154,15 +158,15 @@ std::vector<File> layer_files(const std::filesystem::path& path, std::vector<Pro
     if (found.empty() && !ec)
       problems.push_back({{name}, "", "the folder holds no .yaml or .yml catalog files"});
     for (const fs::path& p : found) {
-      File f{p.string(), {}};
-      if (read_file(p, f.text))
+      File f{p.string(), {}, {}};
+      if (read_file(p, f.owned))
         files.push_back(std::move(f));
       else
         problems.push_back({{f.name}, "", "cannot read the file"});
     }
   } else if (fs::exists(path, ec)) {
-    File f{name, {}};
-    if (read_file(path, f.text))
+    File f{name, {}, {}};
+    if (read_file(path, f.owned))
       files.push_back(std::move(f));
     else
       problems.push_back({{name}, "", "cannot read the file"});
@@ -183,14 +187,14 @@ CatalogPtr CatalogBuilder::build() const {
     std::vector<File> files;
     switch (src.kind) {
       case Source::Kind::embedded:
-        for (const auto& [name, text] : detail::embedded_catalog_files()) files.push_back({std::string(name), std::string(text)});
+        for (const auto& [name, text] : detail::embedded_catalog_files()) files.push_back({std::string(name), {}, text});
         break;
       case Source::Kind::path: files = layer_files(src.path, problems); break;
-      case Source::Kind::text: files.push_back({src.name, src.text}); break;
+      case Source::Kind::text: files.push_back({src.name, {}, src.text}); break;
     }
     std::map<std::string, Location> layer_ids;
     for (const File& f : files) {
-      for (Entry& e : detail::parse_catalog(f.text, f.name, problems)) {
+      for (Entry& e : detail::parse_catalog(f.text(), f.name, problems)) {
         auto [first, fresh] = layer_ids.emplace(e.id, e.where);
         if (!fresh) {
           problems.push_back({e.where, e.id,
