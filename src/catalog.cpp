@@ -10,6 +10,7 @@
 
 #include "catalog_loader.hpp"
 #include "matcher.hpp"
+#include "snapshot.hpp"
 
 namespace errshim {
 
@@ -99,6 +100,8 @@ bool Catalog::claims(std::string_view id, std::string_view message) const noexce
 
 std::vector<Problem> Catalog::compile_all() const { return impl_->matcher.compile_all(); }
 
+std::string Catalog::snapshot() const { return detail::write_snapshot(entries()); }
+
 CatalogPtr Catalog::embedded() {
   // Built once; a broken embedded catalog is a build defect that the test
   // suite's lint of patterns/ catches, so this throwing is not a run-time case.
@@ -118,6 +121,11 @@ CatalogBuilder& CatalogBuilder::add_path(const std::filesystem::path& path) {
 
 CatalogBuilder& CatalogBuilder::add_yaml(std::string text, std::string name) {
   sources_.push_back({Source::Kind::text, {}, std::move(text), std::move(name)});
+  return *this;
+}
+
+CatalogBuilder& CatalogBuilder::add_snapshot(std::string bytes, std::string name) {
+  sources_.push_back({Source::Kind::snapshot, {}, std::move(bytes), std::move(name)});
   return *this;
 }
 
@@ -184,17 +192,9 @@ CatalogPtr CatalogBuilder::build() const {
   std::unordered_map<std::string, std::size_t> index;  // id -> position in entries
 
   for (const Source& src : sources_) {
-    std::vector<File> files;
-    switch (src.kind) {
-      case Source::Kind::embedded:
-        for (const auto& [name, text] : detail::embedded_catalog_files()) files.push_back({std::string(name), {}, text});
-        break;
-      case Source::Kind::path: files = layer_files(src.path, problems); break;
-      case Source::Kind::text: files.push_back({src.name, {}, src.text}); break;
-    }
     std::map<std::string, Location> layer_ids;
-    for (const File& f : files) {
-      for (Entry& e : detail::parse_catalog(f.text(), f.name, problems)) {
+    auto add_layer_entries = [&](std::vector<Entry> parsed) {
+      for (Entry& e : parsed) {
         auto [first, fresh] = layer_ids.emplace(e.id, e.where);
         if (!fresh) {
           problems.push_back({e.where, e.id,
@@ -211,7 +211,17 @@ CatalogPtr CatalogBuilder::build() const {
           entries.push_back(std::move(shared));
         }
       }
+    };
+    std::vector<File> files;
+    switch (src.kind) {
+      case Source::Kind::embedded:
+        for (const auto& [name, text] : detail::embedded_catalog_files()) files.push_back({std::string(name), {}, text});
+        break;
+      case Source::Kind::path: files = layer_files(src.path, problems); break;
+      case Source::Kind::text: files.push_back({src.name, {}, src.text}); break;
+      case Source::Kind::snapshot: add_layer_entries(detail::read_snapshot(src.text, src.name, problems)); break;
     }
+    for (const File& f : files) add_layer_entries(detail::parse_catalog(f.text(), f.name, problems));
   }
   auto impl = std::make_unique<Catalog::Impl>(std::move(entries), problems);
   if (!problems.empty()) throw catalog_error(std::move(problems));
