@@ -13,7 +13,9 @@
 //    allocations still live); for errshim also the whole CatalogBuilder
 //    path from YAML text (yaml_ms, yaml_mb: parse + templates + index), and
 //    yaml-cpp's event parser alone over the same text with a handler that
-//    does nothing (yamlcpp_ms): the floor of any loader built on yaml-cpp.
+//    does nothing (yamlcpp_ms): the floor of any loader built on yaml-cpp;
+//    and CatalogBuilder from that catalog's snapshot (snapshot_ms,
+//    snapshot_mb: Catalog::snapshot() bytes read back, then the index).
 //  scan/errshim/<N>/log16k/<hit|miss>: a 16 KB log that stays one segment,
 //    so the literal scan covers all of it.
 //  normalize/<short|medium|long>: normalise() alone, on messages of each size.
@@ -167,7 +169,7 @@ std::string for_comparator(const std::string& re) {
 // ------------------------------------------------------------------ fixtures
 
 struct LoadFigures {
-  double ms = 0, mb = 0, yaml_ms = 0, yaml_mb = 0, yamlcpp_ms = 0;
+  double ms = 0, mb = 0, yaml_ms = 0, yaml_mb = 0, yamlcpp_ms = 0, snapshot_ms = 0, snapshot_mb = 0;
   std::string error;
 };
 
@@ -301,7 +303,14 @@ Fixture& fixture(std::size_t n) {
     });
     f->errshim_load.yaml_ms = yms;
     f->errshim_load.yaml_mb = ymb;
-    cat.reset();
+    if (cat) {
+      const std::string snapshot = cat->snapshot();
+      cat.reset();
+      const auto [sms, smb] = measure_load([&] { cat = errshim::CatalogBuilder().add_snapshot(snapshot).build(); });
+      f->errshim_load.snapshot_ms = sms;
+      f->errshim_load.snapshot_mb = smb;
+      cat.reset();
+    }
     const auto t0 = Clock::now();
     for (const std::string& text : files) {
       std::istringstream in(text);
@@ -500,6 +509,8 @@ void load(benchmark::State& state, std::string impl, std::size_t n) {
     state.counters["yaml_ms"] = fig->yaml_ms;
     state.counters["yaml_mb"] = fig->yaml_mb;
     state.counters["yamlcpp_ms"] = fig->yamlcpp_ms;
+    state.counters["snapshot_ms"] = fig->snapshot_ms;
+    state.counters["snapshot_mb"] = fig->snapshot_mb;
     const Matcher::Stats st = f.matcher->stats();
     state.counters["always_checked"] = static_cast<double>(st.always_checked);
     state.counters["keys"] = static_cast<double>(st.keys);
