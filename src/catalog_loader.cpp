@@ -72,10 +72,10 @@ std::string one_of(const std::array<std::string_view, N>& set) {
 // ------------------------------------------------------------ the document
 //
 // The first YAML document of a file, built in one pass over yaml-cpp's parse
-// events. yaml-cpp's own YAML::Node tree (YAML::Load) costs more than the
-// parse itself (a shared_ptr'd node and an allocated key conversion per
-// lookup) and needed a second parse for the screening below; this keeps only
-// what the reader asks of a node, in one vector.
+// events. yaml-cpp's own YAML::Node tree (YAML::Load) cost more than the
+// parse itself (a shared_ptr'd node each, a key converted to a new string at
+// every lookup), and the screening below needed a parse of its own before
+// it; this keeps only what the reader asks of a node, in one vector.
 //
 // It answers as YAML::Node would for everything the reader uses: a missing
 // key gives an empty handle, a lookup finds the first pair whose key is a
