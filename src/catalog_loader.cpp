@@ -714,6 +714,7 @@ std::vector<Entry> parse_catalog(std::string_view text, const std::string& file,
   }
   if (!r.expect_seq(list, "entries")) return entries;
 
+  entries.reserve(list.size());  // an Entry is large: growing the vector would move each several times
   std::map<std::string, Location> seen;
   for (const Node item : list.items()) {
     std::optional<Entry> e = read_entry(r, item, library, defaults);
