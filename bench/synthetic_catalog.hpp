@@ -342,8 +342,9 @@ inline SynthCatalog generate_catalog(std::size_t n, std::uint64_t seed, bool adv
         // Repeat the first named placeholder later on: a backreference.
         for (const Piece& p : e.pieces)
           if (p.kind != Piece::Kind::text && p.text.size() > 2 && p.text[0] == '{' && p.text[1] != '}' && p.text[1] != ':') {
+            const Piece again = p;  // a copy: the push_back below may move the pieces, `p` with them
             e.pieces.push_back({Piece::Kind::text, " (again "});
-            e.pieces.push_back(p);
+            e.pieces.push_back(again);
             e.pieces.push_back({Piece::Kind::text, ")"});
             break;
           }
