@@ -11,7 +11,11 @@
 //    same normalisation, winner rule and Diagnosis as errshim).
 //  load/<impl>/<N>: building the matcher from parsed entries (ms, MB of
 //    allocations still live); for errshim also the whole CatalogBuilder
-//    path from YAML text (yaml_ms, yaml_mb: parse + templates + index).
+//    path from YAML text (yaml_ms, yaml_mb: parse + templates + index), and
+//    yaml-cpp's event parser alone over the same text with a handler that
+//    does nothing (yamlcpp_ms): the floor of any loader built on yaml-cpp;
+//    and CatalogBuilder from that catalog's snapshot (snapshot_ms,
+//    snapshot_mb: Catalog::snapshot() bytes read back, then the index).
 //  scan/errshim/<N>/log16k/<hit|miss>: a 16 KB log that stays one segment,
 //    so the literal scan covers all of it.
 //  normalize/<short|medium|long>: normalise() alone, on messages of each size.
@@ -32,10 +36,13 @@
 #include <map>
 #include <memory>
 #include <new>
+#include <sstream>
 #include <string>
 #include <vector>
 
 #include <errshim/errshim.hpp>
+#include <yaml-cpp/eventhandler.h>
+#include <yaml-cpp/parser.h>
 
 #include "matcher.hpp"
 #include "synthetic_catalog.hpp"
@@ -162,7 +169,7 @@ std::string for_comparator(const std::string& re) {
 // ------------------------------------------------------------------ fixtures
 
 struct LoadFigures {
-  double ms = 0, mb = 0, yaml_ms = 0, yaml_mb = 0;
+  double ms = 0, mb = 0, yaml_ms = 0, yaml_mb = 0, yamlcpp_ms = 0, snapshot_ms = 0, snapshot_mb = 0;
   std::string error;
 };
 
@@ -243,6 +250,20 @@ struct Fixture {
   }
 };
 
+// Receives yaml-cpp's parse events and keeps nothing.
+class IgnoreEvents final : public YAML::EventHandler {
+ public:
+  void OnDocumentStart(const YAML::Mark&) override {}
+  void OnDocumentEnd() override {}
+  void OnNull(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnAlias(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnScalar(const YAML::Mark&, const std::string&, YAML::anchor_t, const std::string&) override {}
+  void OnSequenceStart(const YAML::Mark&, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {}
+  void OnSequenceEnd() override {}
+  void OnMapStart(const YAML::Mark&, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {}
+  void OnMapEnd() override {}
+};
+
 std::string set_name(synth::Size s, bool hit) {
   return std::string(s == synth::Size::short_ ? "short" : s == synth::Size::medium ? "medium" : "long") + (hit ? "/hit" : "/miss");
 }
@@ -282,6 +303,22 @@ Fixture& fixture(std::size_t n) {
     });
     f->errshim_load.yaml_ms = yms;
     f->errshim_load.yaml_mb = ymb;
+    if (cat) {
+      const std::string snapshot = cat->snapshot();
+      cat.reset();
+      const auto [sms, smb] = measure_load([&] { cat = errshim::CatalogBuilder().add_snapshot(snapshot).build(); });
+      f->errshim_load.snapshot_ms = sms;
+      f->errshim_load.snapshot_mb = smb;
+      cat.reset();
+    }
+    const auto t0 = Clock::now();
+    for (const std::string& text : files) {
+      std::istringstream in(text);
+      YAML::Parser parser(in);
+      IgnoreEvents ignore;
+      parser.HandleNextDocument(ignore);
+    }
+    f->errshim_load.yamlcpp_ms = ms_since(t0);
   }
   // Messages: hits are checked to match, misses not to.
   synth::Rng r(n * 7 + 1);
@@ -471,6 +508,9 @@ void load(benchmark::State& state, std::string impl, std::size_t n) {
   if (impl == "errshim") {
     state.counters["yaml_ms"] = fig->yaml_ms;
     state.counters["yaml_mb"] = fig->yaml_mb;
+    state.counters["yamlcpp_ms"] = fig->yamlcpp_ms;
+    state.counters["snapshot_ms"] = fig->snapshot_ms;
+    state.counters["snapshot_mb"] = fig->snapshot_mb;
     const Matcher::Stats st = f.matcher->stats();
     state.counters["always_checked"] = static_cast<double>(st.always_checked);
     state.counters["keys"] = static_cast<double>(st.keys);

@@ -3,17 +3,21 @@
 #include <algorithm>
 #include <array>
 #include <cctype>
+#include <cstdint>
+#include <istream>
+#include <limits>
 #include <map>
 #include <optional>
 #include <set>
-#include <sstream>
 #include <stdexcept>
+#include <streambuf>
+#include <type_traits>
 
 #include <boost/regex.hpp>
 #include <fmt/format.h>
 #include <yaml-cpp/eventhandler.h>
+#include <yaml-cpp/exceptions.h>
 #include <yaml-cpp/parser.h>
-#include <yaml-cpp/yaml.h>
 
 #include "template.hpp"
 
@@ -65,6 +69,202 @@ std::string one_of(const std::array<std::string_view, N>& set) {
   return fmt::format("{}", fmt::join(set, ", "));
 }
 
+// ------------------------------------------------------------ the document
+//
+// The first YAML document of a file, built in one pass over yaml-cpp's parse
+// events. yaml-cpp's own YAML::Node tree (YAML::Load) cost more than the
+// parse itself (a shared_ptr'd node each, a key converted to a new string at
+// every lookup), and the screening below needed a parse of its own before
+// it; this keeps only what the reader asks of a node, in one vector.
+//
+// It answers as YAML::Node would for everything the reader uses: a missing
+// key gives an empty handle, a lookup finds the first pair whose key is a
+// scalar equal to it (repeated keys stay visible to iteration), a null node is
+// neither a scalar nor a collection and reads as "", and marks are the
+// events' marks, which is what YAML::Load gives its nodes.
+//
+// While building, it refuses what a catalog file never needs and would make
+// reading it expensive: an alias is refused at once (yaml-cpp shares aliased
+// nodes, but reading them expands every reference, so a few lines of nested
+// aliases, "billion laughs", would cost exponential time; catalog entries are
+// meant to be read on their own, so nothing is lost), and nesting is bounded
+// so no reader recurses deeply.
+
+// A file refused while it is parsed, and where.
+struct Refused {
+  YAML::Mark mark;
+  std::string message;
+};
+
+constexpr std::uint32_t kNone = std::numeric_limits<std::uint32_t>::max();
+
+struct Doc {
+  enum class Kind : std::uint8_t { null, scalar, sequence, map };
+  struct Item {
+    Kind kind = Kind::null;
+    bool non_specific = false;  // tagged "!": a quoted scalar, always text (to_value)
+    YAML::Mark mark;
+    std::uint32_t first = kNone;  // first child; a map's children alternate key, value
+    std::uint32_t next = kNone;   // next sibling
+    std::uint32_t count = 0;      // children
+    std::string text;             // a scalar's value
+  };
+  std::vector<Item> items;
+  std::uint32_t root = kNone;
+};
+
+class DocBuilder final : public YAML::EventHandler {
+ public:
+  explicit DocBuilder(Doc& doc) : doc_(doc) {}
+
+  void OnDocumentStart(const YAML::Mark&) override {}
+  void OnDocumentEnd() override {}
+  void OnNull(const YAML::Mark& mark, YAML::anchor_t) override { add(Doc::Kind::null, mark, {}); }
+  void OnAlias(const YAML::Mark& mark, YAML::anchor_t) override {
+    throw Refused{mark, "aliases are not allowed in catalog files (write the value out in full)"};
+  }
+  void OnScalar(const YAML::Mark& mark, const std::string& tag, YAML::anchor_t, const std::string& value) override {
+    doc_.items[add(Doc::Kind::scalar, mark, tag)].text = value;
+  }
+  void OnSequenceStart(const YAML::Mark& mark, const std::string& tag, YAML::anchor_t, YAML::EmitterStyle::value) override {
+    enter(add(Doc::Kind::sequence, mark, tag), mark);
+  }
+  void OnSequenceEnd() override { open_.pop_back(); }
+  void OnMapStart(const YAML::Mark& mark, const std::string& tag, YAML::anchor_t, YAML::EmitterStyle::value) override {
+    enter(add(Doc::Kind::map, mark, tag), mark);
+  }
+  void OnMapEnd() override { open_.pop_back(); }
+
+ private:
+  struct Open {
+    std::uint32_t index;
+    std::uint32_t last = kNone;  // its last child so far
+  };
+
+  std::uint32_t add(Doc::Kind kind, const YAML::Mark& mark, const std::string& tag) {
+    const auto i = static_cast<std::uint32_t>(doc_.items.size());
+    Doc::Item& item = doc_.items.emplace_back();
+    item.kind = kind;
+    item.non_specific = tag == "!";
+    item.mark = mark;
+    if (open_.empty()) {
+      if (doc_.root == kNone) doc_.root = i;
+    } else {
+      Open& parent = open_.back();
+      (parent.last == kNone ? doc_.items[parent.index].first : doc_.items[parent.last].next) = i;
+      parent.last = i;
+      ++doc_.items[parent.index].count;
+    }
+    return i;
+  }
+  void enter(std::uint32_t index, const YAML::Mark& mark) {
+    if (open_.size() >= static_cast<std::size_t>(kMaxNesting))
+      throw Refused{mark, fmt::format("nested more than {} levels deep; catalog files are not", kMaxNesting)};
+    open_.push_back({index});
+  }
+
+  Doc& doc_;
+  std::vector<Open> open_;
+};
+
+struct NodePair;
+
+// A node of a Doc, or no node (a key that is not there). Cheap to copy.
+class Node {
+ public:
+  Node() = default;
+  Node(const Doc* doc, std::uint32_t index) : doc_(index == kNone ? nullptr : doc), index_(index) {}
+
+  explicit operator bool() const { return doc_ != nullptr; }
+  bool is_map() const { return is(Doc::Kind::map); }
+  bool is_seq() const { return is(Doc::Kind::sequence); }
+  bool is_scalar() const { return is(Doc::Kind::scalar); }
+  bool is_null() const { return is(Doc::Kind::null); }
+  bool non_specific() const { return doc_ && item().non_specific; }
+  // A scalar's text; "" for anything else.
+  const std::string& scalar() const {
+    static const std::string none;
+    return is_scalar() ? item().text : none;
+  }
+  YAML::Mark mark() const { return doc_ ? item().mark : YAML::Mark(); }
+  // Items of a sequence, pairs of a map.
+  std::size_t size() const { return !doc_ ? 0 : is_map() ? item().count / 2 : item().count; }
+
+  // The value of the first pair whose key is the scalar `key`.
+  Node operator[](std::string_view key) const {
+    if (!is_map()) return {};
+    for (std::uint32_t k = item().first; k != kNone; k = doc_->items[doc_->items[k].next].next) {
+      const Doc::Item& ki = doc_->items[k];
+      if (ki.kind == Doc::Kind::scalar && ki.text == key) return {doc_, ki.next};
+    }
+    return {};
+  }
+
+  // Iteration: a sequence's items, a map's key/value pairs.
+  template <class T>
+  class Range;
+  Range<Node> items() const;
+  Range<NodePair> pairs() const;
+
+ private:
+  const Doc::Item& item() const { return doc_->items[index_]; }
+  bool is(Doc::Kind k) const { return doc_ && item().kind == k; }
+
+  const Doc* doc_ = nullptr;
+  std::uint32_t index_ = kNone;
+};
+
+struct NodePair {
+  Node first, second;
+};
+
+template <class T>
+class Node::Range {
+ public:
+  class Iterator {
+   public:
+    Iterator(const Doc* doc, std::uint32_t at) : doc_(doc), at_(at) {}
+    T operator*() const {
+      if constexpr (std::is_same_v<T, NodePair>)
+        return {Node(doc_, at_), Node(doc_, doc_->items[at_].next)};
+      else
+        return Node(doc_, at_);
+    }
+    Iterator& operator++() {
+      at_ = doc_->items[at_].next;
+      if constexpr (std::is_same_v<T, NodePair>) at_ = doc_->items[at_].next;
+      return *this;
+    }
+    bool operator!=(const Iterator& o) const { return at_ != o.at_; }
+
+   private:
+    const Doc* doc_;
+    std::uint32_t at_;
+  };
+  Range(const Doc* doc, std::uint32_t first) : doc_(doc), first_(first) {}
+  Iterator begin() const { return {doc_, first_}; }
+  Iterator end() const { return {doc_, kNone}; }
+
+ private:
+  const Doc* doc_;
+  std::uint32_t first_;
+};
+
+Node::Range<Node> Node::items() const { return {doc_, is_seq() ? item().first : kNone}; }
+Node::Range<NodePair> Node::pairs() const { return {doc_, is_map() ? item().first : kNone}; }
+
+// A read-only istream over text the caller keeps alive, so yaml-cpp reads
+// the catalog without a copy of it.
+class ViewBuf final : public std::streambuf {
+ public:
+  explicit ViewBuf(std::string_view text) {
+    // streambuf wants char*; nothing writes through it (no put area, and
+    // putback of an unchanged character only moves the pointer back).
+    char* p = const_cast<char*>(text.data());
+    setg(p, p, p + text.size());
+  }
+};
+
 // Collects problems with positions for one file and one entry at a time.
 class Reader {
  public:
@@ -73,8 +273,8 @@ class Reader {
   void set_entry(std::string id) { entry_ = std::move(id); }
   std::size_t problem_count() const { return problems_.size(); }
 
-  Location at(const YAML::Node& node) const {
-    const YAML::Mark m = node.Mark();
+  Location at(Node node) const {
+    const YAML::Mark m = node.mark();
     return {file_, m.line + 1, m.column + 1};
   }
   Location at(const YAML::Mark& m) const { return {file_, m.line + 1, m.column + 1}; }
@@ -82,15 +282,16 @@ class Reader {
   void problem(const Location& where, std::string message) {
     problems_.push_back({where, entry_, std::move(message)});
   }
-  void problem(const YAML::Node& node, std::string message) { problem(at(node), std::move(message)); }
+  void problem(Node node, std::string message) { problem(at(node), std::move(message)); }
 
-  // Unknown and repeated keys of a mapping. yaml-cpp keeps the last of two
-  // equal keys silently, which would hide a typo'd copy-paste.
+  // Unknown and repeated keys of a mapping. YAML parsers accept two equal
+  // keys silently (a lookup sees the first), which would hide a typo'd
+  // copy-paste.
   template <std::size_t N>
-  void check_keys(const YAML::Node& map, const std::array<std::string_view, N>& known, std::string_view what) {
+  void check_keys(Node map, const std::array<std::string_view, N>& known, std::string_view what) {
     std::set<std::string> seen;
-    for (const auto& kv : map) {
-      const std::string key = kv.first.Scalar();
+    for (const NodePair kv : map.pairs()) {
+      const std::string key = kv.first.scalar();
       if (!seen.insert(key).second) problem(kv.first, fmt::format("{} key '{}' is given twice", what, key));
       if (contains(known, key)) continue;
       std::string hint;
@@ -101,26 +302,26 @@ class Reader {
     }
   }
 
-  bool expect_map(const YAML::Node& node, std::string_view what) {
-    if (node.IsMap()) return true;
+  bool expect_map(Node node, std::string_view what) {
+    if (node.is_map()) return true;
     problem(node, fmt::format("{} must be a mapping", what));
     return false;
   }
-  bool expect_seq(const YAML::Node& node, std::string_view what) {
-    if (node.IsSequence()) return true;
+  bool expect_seq(Node node, std::string_view what) {
+    if (node.is_seq()) return true;
     problem(node, fmt::format("{} must be a list", what));
     return false;
   }
 
-  std::optional<std::string> string(const YAML::Node& node, std::string_view what) {
-    if (node.IsScalar()) return node.Scalar();
+  std::optional<std::string> string(Node node, std::string_view what) {
+    if (node.is_scalar()) return node.scalar();
     problem(node, fmt::format("{} must be text", what));
     return std::nullopt;
   }
 
-  std::optional<long long> integer(const YAML::Node& node, std::string_view what) {
-    if (node.IsScalar()) {
-      const std::string& s = node.Scalar();
+  std::optional<long long> integer(Node node, std::string_view what) {
+    if (node.is_scalar()) {
+      const std::string& s = node.scalar();
       std::size_t used = 0;
       try {
         const long long v = std::stoll(s, &used);
@@ -128,13 +329,13 @@ class Reader {
       } catch (const std::exception&) {
       }
     }
-    problem(node, fmt::format("{} must be a whole number, got '{}'", what, node.IsScalar() ? node.Scalar() : "?"));
+    problem(node, fmt::format("{} must be a whole number, got '{}'", what, node.is_scalar() ? node.scalar() : "?"));
     return std::nullopt;
   }
 
   // A required text key: reports a missing or empty one at the entry.
-  std::string required_text(const YAML::Node& map, const char* key) {
-    const YAML::Node n = map[key];
+  std::string required_text(Node map, const char* key) {
+    const Node n = map[key];
     if (!n) {
       problem(map, fmt::format("missing required key '{}'", key));
       return {};
@@ -144,10 +345,10 @@ class Reader {
     return s.value_or("");
   }
 
-  std::vector<std::string> string_list(const YAML::Node& node, std::string_view what) {
+  std::vector<std::string> string_list(Node node, std::string_view what) {
     std::vector<std::string> out;
     if (!expect_seq(node, what)) return out;
-    for (const auto& item : node)
+    for (const Node item : node.items())
       if (auto s = string(item, what)) out.push_back(*s);
     return out;
   }
@@ -160,9 +361,9 @@ class Reader {
 
 // A plain YAML scalar resolves like YAML 1.2's core schema; a quoted one is
 // always a string, so `"false"` stays text.
-Value to_value(const YAML::Node& node) {
-  const std::string& s = node.Scalar();
-  if (node.Tag() == "!") return {Value::Type::string, s};
+Value to_value(Node node) {
+  const std::string& s = node.scalar();
+  if (node.non_specific()) return {Value::Type::string, s};
   if (s.empty() || s == "~" || s == "null" || s == "Null" || s == "NULL") return {Value::Type::null, ""};
   if (s == "true" || s == "True" || s == "TRUE") return {Value::Type::boolean, "true"};
   if (s == "false" || s == "False" || s == "FALSE") return {Value::Type::boolean, "false"};
@@ -173,20 +374,20 @@ Value to_value(const YAML::Node& node) {
   return {Value::Type::string, s};
 }
 
-std::vector<std::pair<std::string, Value>> read_assignments(Reader& r, const YAML::Node& node, std::string_view what) {
+std::vector<std::pair<std::string, Value>> read_assignments(Reader& r, Node node, std::string_view what) {
   std::vector<std::pair<std::string, Value>> out;
   if (!r.expect_map(node, what)) return out;
-  for (const auto& kv : node) {
-    if (!kv.second.IsScalar()) {
-      r.problem(kv.second, fmt::format("{}: the value of '{}' must be a scalar", what, kv.first.Scalar()));
+  for (const NodePair kv : node.pairs()) {
+    if (!kv.second.is_scalar()) {
+      r.problem(kv.second, fmt::format("{}: the value of '{}' must be a scalar", what, kv.first.scalar()));
       continue;
     }
-    out.emplace_back(kv.first.Scalar(), to_value(kv.second));
+    out.emplace_back(kv.first.scalar(), to_value(kv.second));
   }
   return out;
 }
 
-std::optional<Fix> read_fix(Reader& r, const YAML::Node& node) {
+std::optional<Fix> read_fix(Reader& r, Node node) {
   if (!r.expect_map(node, "fix")) return std::nullopt;
   r.check_keys(node, kFixKeys, "fix");
   Fix fix;
@@ -198,7 +399,7 @@ std::optional<Fix> read_fix(Reader& r, const YAML::Node& node) {
     if (auto s = r.string(node["reason"], "fix.reason")) fix.reason = *s;
   if (node["requires"]) fix.requires_set = read_assignments(r, node["requires"], "fix.requires");
   if (node["conflicts"]) fix.conflicts = read_assignments(r, node["conflicts"], "fix.conflicts");
-  const YAML::Node safety = node["safety"];
+  const Node safety = node["safety"];
   if (!safety) {
     r.problem(node, "fix has no 'safety' (one of: safe, slower, changes-output, manual)");
   } else if (auto s = r.string(safety, "fix.safety")) {
@@ -212,7 +413,7 @@ std::optional<Fix> read_fix(Reader& r, const YAML::Node& node) {
   return fix;
 }
 
-SourcePin read_pin(Reader& r, const YAML::Node& node, const SourcePin& defaults, bool need_line) {
+SourcePin read_pin(Reader& r, Node node, const SourcePin& defaults, bool need_line) {
   SourcePin pin = defaults;
   if (!r.expect_map(node, "source")) return pin;
   r.check_keys(node, kSourceKeys, "source");
@@ -220,7 +421,7 @@ SourcePin read_pin(Reader& r, const YAML::Node& node, const SourcePin& defaults,
   if (node["path"]) pin.path = r.string(node["path"], "source.path").value_or("");
   if (node["commit"]) pin.commit = r.string(node["commit"], "source.commit").value_or("");
   if (node["symbol"]) pin.symbol = r.string(node["symbol"], "source.symbol").value_or("");
-  if (node["line"] && !node["line"].IsNull()) {
+  if (node["line"] && !node["line"].is_null()) {
     if (auto v = r.integer(node["line"], "source.line")) {
       if (*v <= 0) r.problem(node["line"], fmt::format("source.line must be positive, got {}", *v));
       pin.line = static_cast<int>(*v);
@@ -234,18 +435,18 @@ SourcePin read_pin(Reader& r, const YAML::Node& node, const SourcePin& defaults,
   return pin;
 }
 
-void read_examples(Reader& r, const YAML::Node& node, Entry& e) {
+void read_examples(Reader& r, Node node, Entry& e) {
   if (!r.expect_map(node, "examples")) return;
   r.check_keys(node, kExampleKeys, "examples");
-  const YAML::Node match = node["match"];
-  if (!match || !match.IsSequence() || match.size() == 0) {
+  const Node match = node["match"];
+  if (!match || !match.is_seq() || match.size() == 0) {
     r.problem(match ? match : node, "examples.match must list at least one message this entry explains");
   } else {
-    for (const auto& item : match) {
+    for (const Node item : match.items()) {
       MatchExample ex;
       ex.where = r.at(item);
-      if (item.IsScalar()) {
-        ex.text = item.Scalar();
+      if (item.is_scalar()) {
+        ex.text = item.scalar();
       } else if (r.expect_map(item, "a match example")) {
         r.check_keys(item, kMatchExampleKeys, "match example");
         if (!item["text"]) {
@@ -253,7 +454,7 @@ void read_examples(Reader& r, const YAML::Node& node, Entry& e) {
           continue;
         }
         ex.text = r.string(item["text"], "match example text").value_or("");
-        if (const YAML::Node caps = item["captures"]) {
+        if (const Node caps = item["captures"]) {
           for (auto& [name, value] : read_assignments(r, caps, "match example captures")) {
             if (std::find(e.capture_names.begin(), e.capture_names.end(), name) == e.capture_names.end())
               r.problem(caps, fmt::format("match example expects capture '{}', which the pattern does not have "
@@ -262,7 +463,7 @@ void read_examples(Reader& r, const YAML::Node& node, Entry& e) {
             ex.captures.push_back({name, value.text});
           }
         }
-        if (const YAML::Node ctx = item["context"])
+        if (const Node ctx = item["context"])
           for (auto& [key, value] : read_assignments(r, ctx, "match example context")) ex.context.values[key] = value.text;
       } else {
         continue;
@@ -270,9 +471,9 @@ void read_examples(Reader& r, const YAML::Node& node, Entry& e) {
       e.match_examples.push_back(std::move(ex));
     }
   }
-  if (const YAML::Node no = node["no_match"]) {
+  if (const Node no = node["no_match"]) {
     if (r.expect_seq(no, "examples.no_match"))
-      for (const auto& item : no)
+      for (const Node item : no.items())
         if (auto s = r.string(item, "a no_match example")) e.no_match_examples.push_back({*s, r.at(item)});
   }
 }
@@ -289,9 +490,9 @@ std::vector<std::string> named_groups(const std::string& pattern) {
   return names;
 }
 
-void read_pattern(Reader& r, const YAML::Node& map, Entry& e) {
-  const YAML::Node tmpl = map["template"];
-  const YAML::Node pattern = map["pattern"];
+void read_pattern(Reader& r, Node map, Entry& e) {
+  const Node tmpl = map["template"];
+  const Node pattern = map["pattern"];
   if (tmpl && pattern) {
     r.problem(pattern, "give either 'template' or 'pattern', not both");
     return;
@@ -310,7 +511,7 @@ void read_pattern(Reader& r, const YAML::Node& map, Entry& e) {
   std::vector<std::string> names;
   if (map["captures"]) names = r.string_list(map["captures"], "captures");
   std::map<std::string, std::string> overrides;
-  if (const YAML::Node cp = map["capture_patterns"]) {
+  if (const Node cp = map["capture_patterns"]) {
     for (auto& [name, value] : read_assignments(r, cp, "capture_patterns")) overrides[name] = value.text;
   }
   try {
@@ -323,13 +524,13 @@ void read_pattern(Reader& r, const YAML::Node& map, Entry& e) {
 }
 
 // applies_to: {transformers: ">=4.54", device: metal, backend: [cuda, rocm]}
-std::vector<ScopeCondition> read_scope(Reader& r, const YAML::Node& node) {
+std::vector<ScopeCondition> read_scope(Reader& r, Node node) {
   std::vector<ScopeCondition> scope;
   if (!r.expect_map(node, "applies_to")) return scope;
-  for (const auto& kv : node) {
+  for (const NodePair kv : node.pairs()) {
     ScopeCondition c;
-    c.key = kv.first.Scalar();
-    if (kv.second.IsSequence()) {
+    c.key = kv.first.scalar();
+    if (kv.second.is_seq()) {
       c.any_of = r.string_list(kv.second, "applies_to values");
     } else if (auto s = r.string(kv.second, "applies_to value")) {
       if (!s->empty() && std::string_view("<>=!").find((*s)[0]) != std::string_view::npos) {
@@ -350,18 +551,18 @@ std::vector<ScopeCondition> read_scope(Reader& r, const YAML::Node& node) {
 
 // preflight: {kv_cache_enabled: true}, or a list of such maps (any of them);
 // a value may be a list (any of), `model` is a regex on the context's model.
-std::vector<PreflightCondition> read_preflight(Reader& r, const YAML::Node& node) {
+std::vector<PreflightCondition> read_preflight(Reader& r, Node node) {
   std::vector<PreflightCondition> out;
-  std::vector<YAML::Node> maps;
-  if (node.IsSequence())
-    for (const auto& item : node) maps.push_back(item);
+  std::vector<Node> maps;
+  if (node.is_seq())
+    for (const Node item : node.items()) maps.push_back(item);
   else
     maps.push_back(node);
-  for (const YAML::Node& m : maps) {
+  for (Node m : maps) {
     if (!r.expect_map(m, "a preflight condition")) continue;
     PreflightCondition c;
-    for (const auto& kv : m) {
-      const std::string key = kv.first.Scalar();
+    for (const NodePair kv : m.pairs()) {
+      const std::string key = kv.first.scalar();
       if (key == "model") {
         c.model = r.string(kv.second, "preflight.model").value_or("");
         try {
@@ -372,10 +573,10 @@ std::vector<PreflightCondition> read_preflight(Reader& r, const YAML::Node& node
         continue;
       }
       std::vector<Value> values;
-      if (kv.second.IsSequence()) {
-        for (const auto& v : kv.second)
-          if (v.IsScalar()) values.push_back(to_value(v));
-      } else if (kv.second.IsScalar()) {
+      if (kv.second.is_seq()) {
+        for (const Node v : kv.second.items())
+          if (v.is_scalar()) values.push_back(to_value(v));
+      } else if (kv.second.is_scalar()) {
         values.push_back(to_value(kv.second));
       }
       if (values.empty()) r.problem(kv.second, fmt::format("preflight.{} needs a value or a list of values", key));
@@ -392,7 +593,7 @@ bool valid_id(const std::string& id) {
   return boost::regex_match(id, id_re);
 }
 
-std::optional<Entry> read_entry(Reader& r, const YAML::Node& map, const std::string& library, const SourcePin& defaults) {
+std::optional<Entry> read_entry(Reader& r, Node map, const std::string& library, const SourcePin& defaults) {
   r.set_entry("");
   if (!r.expect_map(map, "an entry")) return std::nullopt;
   const std::size_t before = r.problem_count();
@@ -405,13 +606,13 @@ std::optional<Entry> read_entry(Reader& r, const YAML::Node& map, const std::str
   r.check_keys(map, kEntryKeys, "entry");
   read_pattern(r, map, e);
 
-  if (const YAML::Node src = map["source"])
+  if (const Node src = map["source"])
     e.source = read_pin(r, src, defaults, true);
   else
     r.problem(map, "missing required key 'source' (repo, path, line, commit of the upstream raise)");
-  if (const YAML::Node also = map["also_at"]) {
+  if (const Node also = map["also_at"]) {
     if (r.expect_seq(also, "also_at"))
-      for (const auto& item : also) e.also_at.push_back(read_pin(r, item, e.source, true));
+      for (const Node item : also.items()) e.also_at.push_back(read_pin(r, item, e.source, true));
   }
   e.library = library;
   if (map["library"]) e.library = r.string(map["library"], "library").value_or(library);
@@ -427,11 +628,11 @@ std::optional<Entry> read_entry(Reader& r, const YAML::Node& map, const std::str
   e.cause = r.required_text(map, "cause");
   e.trigger = r.required_text(map, "trigger");
 
-  const YAML::Node rem = map["remediation"];
-  if (!rem || !rem.IsSequence() || rem.size() == 0) {
+  const Node rem = map["remediation"];
+  if (!rem || !rem.is_seq() || rem.size() == 0) {
     r.problem(rem ? rem : map, "'remediation' must list at least one step, most likely to work first");
   } else {
-    for (const auto& step : rem) {
+    for (const Node step : rem.items()) {
       if (!r.expect_map(step, "a remediation step")) continue;
       r.check_keys(step, kRemediationKeys, "remediation");
       Remediation out;
@@ -441,7 +642,7 @@ std::optional<Entry> read_entry(Reader& r, const YAML::Node& map, const std::str
     }
   }
   if (map["tags"]) e.tags = r.string_list(map["tags"], "tags");
-  if (const YAML::Node ex = map["examples"])
+  if (const Node ex = map["examples"])
     read_examples(r, ex, e);
   else
     r.problem(map, "missing required key 'examples' (at least one 'match' message)");
@@ -456,44 +657,6 @@ std::optional<Entry> read_entry(Reader& r, const YAML::Node& map, const std::str
   return e;
 }
 
-// A file refused before it is turned into nodes, and where.
-struct Refused {
-  YAML::Mark mark;
-  std::string message;
-};
-
-// Walks the parser's events of the first document (the one YAML::Load
-// reads) before any node is built. An alias is refused at once: yaml-cpp
-// shares aliased nodes, but reading them expands every reference, so a few
-// lines of nested aliases ("billion laughs") would cost exponential time.
-// Catalog entries are meant to be read on their own, so nothing is lost.
-// Nesting is bounded so no reader recurses deeply.
-class Screen final : public YAML::EventHandler {
- public:
-  void OnDocumentStart(const YAML::Mark&) override {}
-  void OnDocumentEnd() override {}
-  void OnNull(const YAML::Mark&, YAML::anchor_t) override {}
-  void OnAlias(const YAML::Mark& mark, YAML::anchor_t) override {
-    throw Refused{mark, "aliases are not allowed in catalog files (write the value out in full)"};
-  }
-  void OnScalar(const YAML::Mark&, const std::string&, YAML::anchor_t, const std::string&) override {}
-  void OnSequenceStart(const YAML::Mark& mark, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {
-    enter(mark);
-  }
-  void OnSequenceEnd() override { --depth_; }
-  void OnMapStart(const YAML::Mark& mark, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {
-    enter(mark);
-  }
-  void OnMapEnd() override { --depth_; }
-
- private:
-  void enter(const YAML::Mark& mark) {
-    if (++depth_ > kMaxNesting)
-      throw Refused{mark, fmt::format("nested more than {} levels deep; catalog files are not", kMaxNesting)};
-  }
-  int depth_ = 0;
-};
-
 }  // namespace
 
 std::vector<Entry> parse_catalog(std::string_view text, const std::string& file, std::vector<Problem>& problems) {
@@ -505,15 +668,13 @@ std::vector<Entry> parse_catalog(std::string_view text, const std::string& file,
                                                 text.size(), kMaxCatalogBytes >> 20));
     return entries;
   }
-  YAML::Node root;
+  Doc doc;
   try {
-    {
-      std::istringstream in{std::string(text)};
-      YAML::Parser parser(in);
-      Screen screen;
-      parser.HandleNextDocument(screen);
-    }
-    root = YAML::Load(std::string(text));
+    ViewBuf buf(text);
+    std::istream in(&buf);
+    YAML::Parser parser(in);
+    DocBuilder builder(doc);
+    parser.HandleNextDocument(builder);  // the first document, as YAML::Load reads it
   } catch (const Refused& e) {
     r.problem(r.at(e.mark), e.message);
     return entries;
@@ -521,14 +682,15 @@ std::vector<Entry> parse_catalog(std::string_view text, const std::string& file,
     r.problem(r.at(e.mark), fmt::format("not valid YAML: {}", e.msg));
     return entries;
   }
-  if (!root || root.IsNull()) {
+  const Node root(&doc, doc.root);
+  if (!root || root.is_null()) {
     r.problem(Location{file, 1, 1}, "the file is empty; a catalog file starts with 'schema: 1'");
     return entries;
   }
   if (!r.expect_map(root, "a catalog file")) return entries;
   r.check_keys(root, kFileKeys, "file");
 
-  const YAML::Node schema = root["schema"];
+  const Node schema = root["schema"];
   if (!schema) {
     r.problem(root, fmt::format("missing 'schema: {}' at the top of the file", kSchemaVersion));
     return entries;
@@ -540,20 +702,21 @@ std::vector<Entry> parse_catalog(std::string_view text, const std::string& file,
   std::string library;
   if (root["library"]) library = r.string(root["library"], "library").value_or("");
   SourcePin defaults;
-  if (const YAML::Node d = root["defaults"]; d && r.expect_map(d, "defaults")) {
+  if (const Node d = root["defaults"]; d && r.expect_map(d, "defaults")) {
     r.check_keys(d, kSourceKeys, "defaults");
     if (d["repo"]) defaults.repo = r.string(d["repo"], "defaults.repo").value_or("");
     if (d["commit"]) defaults.commit = r.string(d["commit"], "defaults.commit").value_or("");
   }
-  const YAML::Node list = root["entries"];
+  const Node list = root["entries"];
   if (!list) {
     r.problem(root, "missing 'entries:' list");
     return entries;
   }
   if (!r.expect_seq(list, "entries")) return entries;
 
+  entries.reserve(list.size());  // an Entry is large: growing the vector would move each several times
   std::map<std::string, Location> seen;
-  for (const auto& item : list) {
+  for (const Node item : list.items()) {
     std::optional<Entry> e = read_entry(r, item, library, defaults);
     if (!e) continue;
     auto [it, fresh] = seen.emplace(e->id, e->where);

@@ -188,6 +188,11 @@ class Catalog {
   // template regexes are valid by construction).
   std::vector<Problem> compile_all() const;
 
+  // The entries in a binary form that CatalogBuilder::add_snapshot loads
+  // without parsing YAML: for large catalogs, where yaml-cpp's parse is most
+  // of the load time. Only the errshim version that wrote it reads it.
+  std::string snapshot() const;
+
   ~Catalog();
   Catalog(const Catalog&) = delete;
   Catalog& operator=(const Catalog&) = delete;
@@ -210,6 +215,10 @@ class CatalogBuilder {
   // recursive) form one layer.
   CatalogBuilder& add_path(const std::filesystem::path& path);
   CatalogBuilder& add_yaml(std::string text, std::string name = "<string>");
+  // Bytes written by Catalog::snapshot(), as one layer. Its entries were
+  // checked when that catalog was built and are not checked again; a damaged
+  // snapshot, or one from another errshim version, is a problem named `name`.
+  CatalogBuilder& add_snapshot(std::string bytes, std::string name = "<snapshot>");
 
   // Parses and compiles every layer. Throws catalog_error listing every
   // problem; nothing half-loaded is ever returned.
@@ -217,7 +226,7 @@ class CatalogBuilder {
 
  private:
   struct Source {
-    enum class Kind { embedded, path, text } kind;
+    enum class Kind { embedded, path, text, snapshot } kind;
     std::filesystem::path path;
     std::string text;
     std::string name;

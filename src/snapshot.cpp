@@ -1,0 +1,349 @@
+#include "snapshot.hpp"
+
+#include <algorithm>
+#include <climits>
+#include <cstdint>
+#include <optional>
+#include <utility>
+
+#include <fmt/format.h>
+
+#include "errshim/version.hpp"
+
+namespace errshim::detail {
+namespace {
+
+// Bump when the layout below changes.
+constexpr std::uint32_t kFormat = 1;
+constexpr std::string_view kMagic = "errshim catalog snapshot\n";
+
+// Little-endian integers and length-prefixed strings, written the same on
+// every platform.
+class Writer {
+ public:
+  void u8(std::uint8_t v) { out_.push_back(static_cast<char>(v)); }
+  void u32(std::uint32_t v) {
+    for (int i = 0; i < 4; ++i) u8(static_cast<std::uint8_t>(v >> (8 * i)));
+  }
+  void i64(std::int64_t v) {
+    const auto u = static_cast<std::uint64_t>(v);
+    for (int i = 0; i < 8; ++i) u8(static_cast<std::uint8_t>(u >> (8 * i)));
+  }
+  void count(std::size_t n) { u32(static_cast<std::uint32_t>(n)); }
+  void str(std::string_view s) {
+    count(s.size());
+    out_.append(s.data(), s.size());
+  }
+  void strings(const std::vector<std::string>& v) {
+    count(v.size());
+    for (const std::string& s : v) str(s);
+  }
+  void value(const Value& v) {
+    u8(static_cast<std::uint8_t>(v.type));
+    str(v.text);
+  }
+  void assignments(const std::vector<std::pair<std::string, Value>>& v) {
+    count(v.size());
+    for (const auto& [k, val] : v) str(k), value(val);
+  }
+  void location(const Location& l) {
+    str(l.file);
+    i64(l.line);
+    i64(l.column);
+  }
+  void pin(const SourcePin& p) {
+    str(p.repo);
+    str(p.path);
+    i64(p.line);
+    str(p.commit);
+    str(p.symbol);
+  }
+  void entry(const Entry& e);
+  std::string take() { return std::move(out_); }
+
+ private:
+  std::string out_;
+};
+
+void Writer::entry(const Entry& e) {
+  str(e.id);
+  str(e.template_text);
+  str(e.pattern);
+  strings(e.capture_names);
+  pin(e.source);
+  count(e.also_at.size());
+  for (const SourcePin& p : e.also_at) pin(p);
+  str(e.library);
+  str(e.error_class);
+  str(e.kind);
+  str(e.severity);
+  str(e.cause);
+  str(e.trigger);
+  count(e.remediation.size());
+  for (const Remediation& r : e.remediation) {
+    str(r.text);
+    u8(r.fix ? 1 : 0);
+    if (!r.fix) continue;
+    const Fix& f = *r.fix;
+    assignments(f.set);
+    strings(f.remove);
+    str(f.action);
+    u8(static_cast<std::uint8_t>(f.safety));
+    str(f.reason);
+    assignments(f.requires_set);
+    assignments(f.conflicts);
+  }
+  strings(e.tags);
+  count(e.match_examples.size());
+  for (const MatchExample& m : e.match_examples) {
+    str(m.text);
+    count(m.captures.size());
+    for (const Capture& c : m.captures) str(c.name), str(c.value);
+    count(m.context.values.size());
+    for (const auto& [k, v] : m.context.values) str(k), str(v);
+    location(m.where);
+  }
+  count(e.no_match_examples.size());
+  for (const NoMatchExample& m : e.no_match_examples) str(m.text), location(m.where);
+  i64(e.priority);
+  strings(e.unless);
+  count(e.applies_to.size());
+  for (const ScopeCondition& c : e.applies_to) str(c.key), str(c.range), strings(c.any_of);
+  count(e.preflight.size());
+  for (const PreflightCondition& c : e.preflight) {
+    count(c.keys.size());
+    for (const auto& [k, values] : c.keys) {
+      str(k);
+      count(values.size());
+      for (const Value& v : values) value(v);
+    }
+    str(c.model);
+  }
+  u8(e.imported ? 1 : 0);
+  location(e.where);
+}
+
+// Thrown inside the reader only: what is wrong and at which byte.
+struct Damaged {
+  std::size_t at;
+  std::string what;
+};
+
+class Reader {
+ public:
+  explicit Reader(std::string_view in) : in_(in) {}
+
+  std::size_t offset() const { return pos_; }
+  bool done() const { return pos_ == in_.size(); }
+
+  std::uint8_t u8() {
+    need(1, "a byte");
+    return static_cast<std::uint8_t>(in_[pos_++]);
+  }
+  std::uint32_t u32() {
+    need(4, "a count");
+    std::uint32_t v = 0;
+    for (int i = 0; i < 4; ++i) v |= std::uint32_t{static_cast<std::uint8_t>(in_[pos_++])} << (8 * i);
+    return v;
+  }
+  std::int64_t i64() {
+    need(8, "a number");
+    std::uint64_t v = 0;
+    for (int i = 0; i < 8; ++i) v |= std::uint64_t{static_cast<std::uint8_t>(in_[pos_++])} << (8 * i);
+    return static_cast<std::int64_t>(v);
+  }
+  int int32() {
+    const std::int64_t v = i64();
+    if (v < INT32_MIN || v > INT32_MAX) fail(pos_ - 8, "a number out of range");
+    return static_cast<int>(v);
+  }
+  // Reads a count, then that many items. Items are appended as they are
+  // read, so memory grows with the bytes actually present: a damaged count
+  // cannot ask for a huge allocation. Room for up to one item per
+  // `bytes_per_item` bytes left is reserved up front.
+  template <class T, class F>
+  void list(std::vector<T>& v, F&& read_one, std::size_t bytes_per_item = 0) {
+    const std::uint32_t n = u32();
+    v.clear();
+    v.reserve(std::min<std::size_t>(n, bytes_per_item ? (in_.size() - pos_) / bytes_per_item : 16));
+    for (std::uint32_t i = 0; i < n; ++i) v.push_back(read_one());
+  }
+  std::string str() {
+    const std::uint32_t n = u32();
+    need(n, "a string");
+    std::string s(in_.substr(pos_, n));
+    pos_ += n;
+    return s;
+  }
+  void strings(std::vector<std::string>& v) {
+    list(v, [this] { return str(); });
+  }
+  Value value() {
+    Value v;
+    const std::uint8_t t = u8();
+    if (t > static_cast<std::uint8_t>(Value::Type::string)) fail(pos_ - 1, "an unknown value type");
+    v.type = static_cast<Value::Type>(t);
+    v.text = str();
+    return v;
+  }
+  void assignments(std::vector<std::pair<std::string, Value>>& v) {
+    list(v, [this] {
+      std::string k = str();
+      return std::pair<std::string, Value>(std::move(k), value());
+    });
+  }
+  Location location() {
+    Location l;
+    l.file = str();
+    l.line = int32();
+    l.column = int32();
+    return l;
+  }
+  SourcePin pin() {
+    SourcePin p;
+    p.repo = str();
+    p.path = str();
+    p.line = int32();
+    p.commit = str();
+    p.symbol = str();
+    return p;
+  }
+  bool flag() {
+    const std::uint8_t b = u8();
+    if (b > 1) fail(pos_ - 1, "a flag that is neither 0 nor 1");
+    return b == 1;
+  }
+  Entry entry();
+
+  [[noreturn]] void fail(std::size_t at, std::string what) const { throw Damaged{at, std::move(what)}; }
+
+ private:
+  void need(std::size_t n, const char* what) const {
+    if (n > in_.size() - pos_) fail(pos_, fmt::format("cut short: {} needs {} bytes, {} are left", what, n, in_.size() - pos_));
+  }
+
+  std::string_view in_;
+  std::size_t pos_ = 0;
+};
+
+Entry Reader::entry() {
+  Entry e;
+  e.id = str();
+  e.template_text = str();
+  e.pattern = str();
+  strings(e.capture_names);
+  e.source = pin();
+  list(e.also_at, [this] { return pin(); });
+  e.library = str();
+  e.error_class = str();
+  e.kind = str();
+  e.severity = str();
+  e.cause = str();
+  e.trigger = str();
+  list(e.remediation, [this] {
+    Remediation r;
+    r.text = str();
+    if (!flag()) return r;
+    Fix& f = r.fix.emplace();
+    assignments(f.set);
+    strings(f.remove);
+    f.action = str();
+    const std::uint8_t safety = u8();
+    if (safety > static_cast<std::uint8_t>(Safety::manual)) fail(offset() - 1, "an unknown safety class");
+    f.safety = static_cast<Safety>(safety);
+    f.reason = str();
+    assignments(f.requires_set);
+    assignments(f.conflicts);
+    return r;
+  });
+  strings(e.tags);
+  list(e.match_examples, [this] {
+    MatchExample m;
+    m.text = str();
+    list(m.captures, [this] {
+      Capture c;
+      c.name = str();
+      c.value = str();
+      return c;
+    });
+    for (std::uint32_t n = u32(); n > 0; --n) {
+      std::string k = str();
+      m.context.values[std::move(k)] = str();
+    }
+    m.where = location();
+    return m;
+  });
+  list(e.no_match_examples, [this] {
+    NoMatchExample m;
+    m.text = str();
+    m.where = location();
+    return m;
+  });
+  e.priority = int32();
+  strings(e.unless);
+  list(e.applies_to, [this] {
+    ScopeCondition c;
+    c.key = str();
+    c.range = str();
+    strings(c.any_of);
+    return c;
+  });
+  list(e.preflight, [this] {
+    PreflightCondition c;
+    list(c.keys, [this] {
+      std::pair<std::string, std::vector<Value>> kv;
+      kv.first = str();
+      list(kv.second, [this] { return value(); });
+      return kv;
+    });
+    c.model = str();
+    return c;
+  });
+  e.imported = flag();
+  e.where = location();
+  return e;
+}
+
+}  // namespace
+
+std::string write_snapshot(const std::vector<std::shared_ptr<const Entry>>& entries) {
+  Writer w;
+  for (char c : kMagic) w.u8(static_cast<std::uint8_t>(c));
+  w.u32(kFormat);
+  w.str(version());
+  w.count(entries.size());
+  for (const auto& e : entries) w.entry(*e);
+  return w.take();
+}
+
+std::vector<Entry> read_snapshot(std::string_view bytes, const std::string& name, std::vector<Problem>& problems) {
+  std::vector<Entry> entries;
+  auto problem = [&](std::string message) {
+    Problem p;
+    p.where.file = name;
+    p.message = std::move(message);
+    problems.push_back(std::move(p));
+  };
+  if (bytes.substr(0, kMagic.size()) != kMagic) {
+    problem("not a catalog snapshot (it does not start with errshim's snapshot header)");
+    return entries;
+  }
+  Reader r(bytes.substr(kMagic.size()));
+  try {
+    if (const std::uint32_t format = r.u32(); format != kFormat)
+      r.fail(0, fmt::format("snapshot format {}, this errshim reads format {}: rebuild the snapshot", format, kFormat));
+    if (const std::string made_by = r.str(); made_by != version())
+      r.fail(4, fmt::format("written by errshim {}, this is errshim {}: rebuild the snapshot", made_by, version()));
+    // An entry of a real catalog takes ~1 KB; reserving for them all saves
+    // moving every Entry (~700 bytes) as the vector grows, and a damaged
+    // count reserves at most about the snapshot's own size.
+    r.list(entries, [&r] { return r.entry(); }, 512);
+    if (!r.done()) r.fail(r.offset(), "bytes after the last entry");
+  } catch (const Damaged& d) {
+    problem(fmt::format("not a valid catalog snapshot: {} (at byte {})", d.what, d.at + kMagic.size()));
+    entries.clear();
+  }
+  return entries;
+}
+
+}  // namespace errshim::detail

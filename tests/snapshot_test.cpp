@@ -1,0 +1,218 @@
+// Catalog snapshots: a catalog loaded from its snapshot is the same catalog
+// (every field, every answer), layers work as for YAML, and a damaged or
+// foreign snapshot is refused with a problem instead of being misread.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include <errshim/catalog.hpp>
+#include <errshim/version.hpp>
+
+#include "test_catalogs.hpp"
+
+namespace errshim {
+namespace {
+
+using testing::catalog_from;
+using testing::entry_yaml;
+using testing::file_yaml;
+
+// Uses every field a catalog entry can carry.
+std::string rich_yaml() {
+  return file_yaml(
+      entry_yaml("t.rich", "head dim {} is not supported for {dtype}",
+                 "    captures: [head]\n"
+                 "    capture_patterns: {head: '\\d+'}\n"
+                 "    also_at:\n"
+                 "      - {path: src/y.rs, line: 20, symbol: Y::check}\n"
+                 "    severity: fatal\n"
+                 "    priority: -2\n"
+                 "    unless: ['cuda:\\d']\n"
+                 "    tags: [a, b]\n"
+                 "    applies_to: {candle: '>=0.5.1,<0.9.0', device: [metal, cuda]}\n"
+                 "    preflight:\n"
+                 "      - {kv_cache_enabled: true, model: 'mimi'}\n"
+                 "      - {dtype: [f16, bf16], layers: 12}\n"
+                 "    imported: true\n") +
+      "  - id: t.fixes\n"
+      "    pattern: '^(?<what>\\w+) overflowed'\n"
+      "    source: {path: src/z.rs, line: 30}\n"
+      "    library: other\n"
+      "    error_class: ValueError\n"
+      "    kind: resource\n"
+      "    cause: c\n"
+      "    trigger: t\n"
+      "    remediation:\n"
+      "      - text: set it\n"
+      "        fix: {set: {kv_repeat: 1, name: '{what}', ratio: 0.5, off: false, quoted: 'false'},\n"
+      "              remove: [x], safety: changes-output, reason: because,\n"
+      "              requires: {kv_cache_enabled: false}, conflicts: {dtype: f32}}\n"
+      "      - text: by hand\n"
+      "        fix: {safety: manual}\n"
+      "      - text: an action\n"
+      "        fix: {action: fallback-manual-attention, safety: safe}\n"
+      "    examples:\n"
+      "      match:\n"
+      "        - text: cache overflowed\n"
+      "          captures: {what: cache}\n"
+      "          context: {device: metal}\n"
+      "      no_match: ['cache did not overflow']\n");
+}
+
+// Every field of an entry, spelled out, so two entries compare whole.
+std::string describe(const Entry& e) {
+  auto loc = [](const Location& l) { return l.file + ":" + std::to_string(l.line) + ":" + std::to_string(l.column); };
+  auto pin = [](const SourcePin& p) {
+    return p.repo + "|" + p.path + "|" + std::to_string(p.line) + "|" + p.commit + "|" + p.symbol;
+  };
+  auto val = [](const Value& v) { return std::to_string(static_cast<int>(v.type)) + "=" + v.text; };
+  auto assigns = [&](const std::vector<std::pair<std::string, Value>>& a) {
+    std::string s;
+    for (const auto& [k, v] : a) s += k + ":" + val(v) + ",";
+    return s;
+  };
+  auto list = [](const std::vector<std::string>& v) {
+    std::string s;
+    for (const std::string& x : v) s += x + ",";
+    return s;
+  };
+  std::string o = e.id + "\n" + e.template_text + "\n" + e.pattern + "\n" + list(e.capture_names) + "\n" +
+                  pin(e.source) + "\n" + e.library + "|" + e.error_class + "|" + e.kind + "|" + e.severity + "\n" +
+                  e.cause + "\n" + e.trigger + "\n" + list(e.tags) + "\n" + list(e.unless) + "\n" +
+                  std::to_string(e.priority) + " " + std::to_string(e.imported) + " " + loc(e.where) + "\n";
+  for (const SourcePin& p : e.also_at) o += "also " + pin(p) + "\n";
+  for (const Remediation& r : e.remediation) {
+    o += "rem " + r.text + "\n";
+    if (r.fix)
+      o += "fix " + assigns(r.fix->set) + " " + list(r.fix->remove) + " " + r.fix->action + " " +
+           std::string(to_string(r.fix->safety)) + " " + r.fix->reason + " " + assigns(r.fix->requires_set) + " " +
+           assigns(r.fix->conflicts) + "\n";
+  }
+  for (const MatchExample& m : e.match_examples) {
+    o += "match " + m.text + " @" + loc(m.where);
+    for (const Capture& c : m.captures) o += " " + c.name + "=" + c.value;
+    for (const auto& [k, v] : m.context.values) o += " ctx " + k + "=" + v;
+    o += "\n";
+  }
+  for (const NoMatchExample& m : e.no_match_examples) o += "no_match " + m.text + " @" + loc(m.where) + "\n";
+  for (const ScopeCondition& c : e.applies_to) o += "scope " + c.key + " " + c.range + " " + list(c.any_of) + "\n";
+  for (const PreflightCondition& c : e.preflight) {
+    o += "preflight " + c.model;
+    for (const auto& [k, vs] : c.keys) {
+      o += " " + k + ":";
+      for (const Value& v : vs) o += val(v) + ",";
+    }
+    o += "\n";
+  }
+  return o;
+}
+
+std::vector<Problem> problems_of(const CatalogBuilder& b) {
+  try {
+    b.build();
+  } catch (const catalog_error& e) {
+    return e.problems();
+  }
+  return {};
+}
+
+TEST(Snapshot, HoldsEveryFieldOfEveryEntry) {
+  const CatalogPtr yaml = catalog_from(rich_yaml(), "rich.yaml");
+  const std::string bytes = yaml->snapshot();
+  const CatalogPtr snap = CatalogBuilder().add_snapshot(bytes).build();
+  ASSERT_EQ(snap->size(), yaml->size());
+  for (std::size_t i = 0; i < yaml->size(); ++i) EXPECT_EQ(describe(*snap->entries()[i]), describe(*yaml->entries()[i]));
+  // What the reader reads, the writer writes back byte for byte.
+  EXPECT_EQ(snap->snapshot(), bytes);
+  // The fields the rich catalog sets are really there (not both empty).
+  const Entry* rich = snap->find("t.rich");
+  ASSERT_NE(rich, nullptr);
+  EXPECT_EQ(rich->preflight.size(), 2u);
+  EXPECT_EQ(rich->applies_to.size(), 2u);
+  EXPECT_TRUE(rich->imported);
+  EXPECT_EQ(rich->priority, -2);
+  EXPECT_EQ(snap->find("t.fixes")->remediation.front().fix->set.size(), 5u);
+}
+
+TEST(Snapshot, TheEmbeddedCatalogGivesTheSameAnswers) {
+  const CatalogPtr yaml = Catalog::embedded();
+  const CatalogPtr snap = CatalogBuilder().add_snapshot(yaml->snapshot(), "embedded.snapshot").build();
+  ASSERT_EQ(snap->size(), yaml->size());
+  std::size_t checked = 0;
+  for (const auto& e : yaml->entries()) {
+    EXPECT_EQ(describe(*snap->find(e->id)), describe(*e));
+    for (const MatchExample& ex : e->match_examples) {
+      const MatchResult a = yaml->match(ex.text, ex.context), b = snap->match(ex.text, ex.context);
+      ASSERT_EQ(a.diagnosis.has_value(), b.diagnosis.has_value()) << ex.text;
+      if (!a.diagnosis) continue;
+      EXPECT_EQ(a.diagnosis->id(), b.diagnosis->id()) << ex.text;
+      EXPECT_EQ(a.diagnosis->captures, b.diagnosis->captures) << ex.text;
+      ++checked;
+    }
+  }
+  EXPECT_GT(checked, 500u);
+  EXPECT_TRUE(snap->compile_all().empty());
+}
+
+TEST(Snapshot, IsALayerLikeAnyOther) {
+  const std::string bytes = catalog_from(file_yaml(entry_yaml("t.one", "first message") + entry_yaml("t.two", "second message")))->snapshot();
+  const CatalogPtr cat = CatalogBuilder()
+                             .add_snapshot(bytes)
+                             .add_yaml(file_yaml(entry_yaml("t.two", "second message, overridden")), "user.yaml")
+                             .build();
+  ASSERT_EQ(cat->size(), 2u);
+  EXPECT_EQ(cat->entries()[1]->template_text, "second message, overridden");
+  EXPECT_EQ(cat->diagnose("first message")->id(), "t.one");
+}
+
+TEST(Snapshot, ADamagedSnapshotIsRefusedWithOneProblem) {
+  const std::string bytes = catalog_from(rich_yaml())->snapshot();
+  auto refused = [](const std::string& b, const std::string& fragment) -> ::testing::AssertionResult {
+    const std::vector<Problem> ps = problems_of(CatalogBuilder().add_snapshot(b, "cat.snapshot"));
+    if (ps.size() != 1) return ::testing::AssertionFailure() << ps.size() << " problems";
+    if (ps[0].where.file != "cat.snapshot" || ps[0].message.find(fragment) == std::string::npos)
+      return ::testing::AssertionFailure() << ps[0].to_string();
+    return ::testing::AssertionSuccess();
+  };
+  // Cut short anywhere (every byte of the header and first entry, then a
+  // sample: each refused build costs ~2 ms): refused, never misread.
+  for (std::size_t n = 0; n < bytes.size(); n += n < 600 ? 1 : 11)
+    ASSERT_TRUE(refused(bytes.substr(0, n), "snapshot")) << "cut at " << n;
+  EXPECT_TRUE(refused(bytes + "x", "bytes after the last entry"));
+  EXPECT_TRUE(refused("schema: 1\nentries: []\n", "not a catalog snapshot"));
+  std::string other_version = bytes;
+  const std::size_t at = other_version.find(version());
+  ASSERT_NE(at, std::string::npos);
+  other_version[at] = '9';
+  EXPECT_TRUE(refused(other_version, "rebuild the snapshot"));
+  // A damaged byte anywhere either still reads as some catalog or is refused:
+  // no crash, no runaway allocation (the sanitizer builds run this too).
+  for (std::size_t i = 0; i < bytes.size(); i += 11) {
+    std::string b = bytes;
+    b[i] = static_cast<char>(b[i] ^ 0x5a);
+    try {
+      CatalogBuilder().add_snapshot(b).build();
+    } catch (const catalog_error&) {
+    }
+  }
+}
+
+TEST(Snapshot, ATemplateRegexStillCompilesLazilyAndCompileAllChecksIt) {
+  // Entries from a snapshot are not checked again; a template's regex
+  // compiles on first use, and compile_all (what lint runs) reports one that
+  // does not compile. Damage one, keeping its length, to see it reported.
+  std::string bytes = catalog_from(file_yaml(entry_yaml("t.lazy", "value is bad")))->snapshot();
+  const std::size_t at = bytes.find("value is bad", bytes.find("value is bad") + 1);  // the pattern, after the template
+  ASSERT_NE(at, std::string::npos);
+  bytes[at + 5] = '(';
+  const CatalogPtr cat = CatalogBuilder().add_snapshot(bytes).build();
+  const std::vector<Problem> ps = cat->compile_all();
+  ASSERT_EQ(ps.size(), 1u);
+  EXPECT_EQ(ps[0].entry_id, "t.lazy");
+  EXPECT_NE(ps[0].message.find("does not compile"), std::string::npos);
+  EXPECT_FALSE(cat->diagnose("value(is bad").has_value());
+}
+
+}  // namespace
+}  // namespace errshim
