@@ -22,6 +22,7 @@
 #include <errshim/errshim.hpp>
 
 #include "pattern_risk.hpp"
+#include "utf8.hpp"
 #include "template.hpp"
 
 #if __has_include(<errshim/importer.hpp>)
@@ -52,17 +53,9 @@ inline std::pair<std::string_view, std::string_view> split_nul(std::string_view 
   return {in.substr(0, nul), in.substr(nul + 1)};
 }
 
-inline bool valid_utf8(std::string_view s) {
-  for (std::size_t i = 0; i < s.size();) {
-    const unsigned char c = static_cast<unsigned char>(s[i]);
-    const std::size_t n = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 0;
-    if (n == 0 || i + n > s.size()) return false;
-    for (std::size_t k = 1; k < n; ++k)
-      if ((static_cast<unsigned char>(s[i + k]) & 0xC0) != 0x80) return false;
-    i += n;
-  }
-  return true;
-}
+// Strict (no overlong forms or surrogates): yaml-cpp rewrites those too,
+// an overlong form as the character it spells.
+inline bool valid_utf8(std::string_view s) { return detail::valid_utf8(s); }
 
 // ---------------------------------------------------------------- catalog
 
