@@ -141,6 +141,12 @@ struct File {
 };
 
 bool is_yaml(const std::filesystem::path& p) { return p.extension() == ".yaml" || p.extension() == ".yml"; }
+// A file written from Catalog::snapshot() (`errshim snapshot`), named so a
+// --catalog option or a reload can tell it from YAML.
+bool is_snapshot(const std::filesystem::path& p) {
+  std::error_code ec;
+  return p.extension() == ".snapshot" && std::filesystem::is_regular_file(p, ec);
+}
 
 bool read_file(const std::filesystem::path& p, std::string& out) {
   std::ifstream in(p, std::ios::binary);
@@ -226,7 +232,17 @@ CatalogPtr CatalogBuilder::build() const {
       case Source::Kind::embedded:
         for (const auto& [name, text] : detail::embedded_catalog_files()) files.push_back({std::string(name), {}, text});
         break;
-      case Source::Kind::path: files = layer_files(src.path, problems); break;
+      case Source::Kind::path:
+        if (is_snapshot(src.path)) {
+          std::string bytes;
+          if (read_file(src.path, bytes))
+            add_layer_entries(detail::read_snapshot(bytes, src.name, problems));
+          else
+            problems.push_back({{src.name}, "", "cannot read the snapshot file"});
+        } else {
+          files = layer_files(src.path, problems);
+        }
+        break;
       case Source::Kind::text: files.push_back({src.name, {}, src.text}); break;
       case Source::Kind::snapshot: add_layer_entries(detail::read_snapshot(src.text, src.name, problems)); break;
     }

@@ -188,6 +188,31 @@ TEST(Cli, CheckReportsKnownErrorsAhead) {
   EXPECT_EQ(cli("check --config " + good).code, 0);
 }
 
+TEST(Cli, SnapshotLoadsAsACatalogAndAnswersAlike) {
+  const auto dir = std::filesystem::temp_directory_path();
+  const auto user = dir / "errshim_cli_snap_user.yaml";
+  std::ofstream(user) << errshim::testing::file_yaml(errshim::testing::entry_yaml("user.snap", "my snapshotted failure"));
+  const auto snap = dir / "errshim_cli_user.snapshot";
+  std::filesystem::remove(snap);
+  EXPECT_EQ(cli("snapshot --catalog " + user.string() + " " + snap.string()).code, 0);
+  ASSERT_TRUE(std::filesystem::exists(snap));
+  EXPECT_FALSE(std::filesystem::exists(dir / "errshim_cli_user.snapshot.tmp"));
+  // The snapshot holds the user layer and the embedded catalog, and answers as the YAML does.
+  for (const std::string msg : {"my snapshotted failure", "only TorchAttn is supported"}) {
+    const CliRun from_yaml = cli("explain --json --catalog " + user.string() + " " + quote(msg));
+    const CliRun from_snapshot = cli("explain --json --catalog " + snap.string() + " " + quote(msg));
+    EXPECT_EQ(from_snapshot.code, 0) << msg;
+    EXPECT_EQ(from_snapshot.out, from_yaml.out) << msg;
+  }
+  EXPECT_EQ(cli("snapshot " + (dir / "errshim_cli_user.bin").string()).code, 2);  // not named *.snapshot
+  // A damaged snapshot is a catalog that cannot be loaded, named in the error.
+  const auto broken = dir / "errshim_cli_broken.snapshot";
+  std::ofstream(broken, std::ios::binary) << "not a snapshot";
+  const CliRun r = cli("explain --catalog " + broken.string() + " x", "", Stderr::merge);
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.out.find(broken.string()), std::string::npos) << r.out;
+}
+
 TEST(Cli, VersionAndHelp) {
   EXPECT_EQ(cli("--version").out.rfind("errshim ", 0), 0u);
   const CliRun h = cli("--help");

@@ -55,10 +55,15 @@ usage:
       --json: one JSON object per line and block, as 'explain --json' plus
       "file", "line" (where the block starts), "lines" and "kind".
       A progress bar is shown on a terminal for inputs over 32 MiB.
+  errshim snapshot [--catalog PATH]... OUT.snapshot
+      Write the catalog (embedded, plus the --catalog layers) as a snapshot:
+      it loads without parsing YAML (large catalogs load ~20x faster) when
+      given as '--catalog OUT.snapshot' or to CatalogBuilder::add_path. Only
+      this errshim version reads it. OUT is replaced atomically.
   errshim --version | --help | COMMAND --help
 
 options:
-  --catalog PATH   add a catalog file or folder on top of the embedded one
+  --catalog PATH   add a catalog file (.yaml, .yml, .snapshot) or folder on top of the embedded one
                    (entries with an existing id replace it); repeatable
   --context K=V,.. what you know of where the error happened, e.g.
                    transformers=4.57,device=metal: entries scoped to other
@@ -401,6 +406,29 @@ int list(const Args& a) {
   return kOk;
 }
 
+int snapshot(const Args& a) {
+  if (a.positional.size() != 1) throw usage_error("snapshot needs one OUT path");
+  const std::filesystem::path out = a.positional[0];
+  if (out.extension() != ".snapshot")
+    throw usage_error(fmt::format("'{}': name the snapshot *.snapshot, so --catalog reads it as one", out.string()));
+  const errshim::CatalogPtr catalog = catalog_for(a);
+  const std::string bytes = catalog->snapshot();
+  // Written beside OUT, then renamed over it: a server watching OUT never
+  // reads half a snapshot.
+  std::filesystem::path tmp = out;
+  tmp += ".tmp";
+  {
+    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
+    f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+    if (!f.flush()) throw std::runtime_error(fmt::format("cannot write '{}'", tmp.string()));
+  }
+  std::error_code ec;
+  std::filesystem::rename(tmp, out, ec);
+  if (ec) throw std::runtime_error(fmt::format("cannot replace '{}': {}", out.string(), ec.message()));
+  fmt::print(stderr, "errshim snapshot: {} entries, {} bytes written to {}\n", catalog->size(), bytes.size(), out.string());
+  return kOk;
+}
+
 int run(int argc, char** argv) {
   try {
     if (argc >= 2 && (std::string(argv[1]) == "--help" || std::string(argv[1]) == "-h" || std::string(argv[1]) == "help")) {
@@ -423,6 +451,7 @@ int run(int argc, char** argv) {
     if (a.command == "fix") return fix(a);
     if (a.command == "check") return check(a);
     if (a.command == "import") return import_files(a);
+    if (a.command == "snapshot") return snapshot(a);
     throw usage_error(fmt::format("unknown command '{}'", a.command));
   } catch (const usage_error& e) {
     fmt::print(stderr, "errshim: {}\nrun 'errshim --help' for usage\n", e.what());

@@ -211,8 +211,8 @@ class Catalog {
 class CatalogBuilder {
  public:
   CatalogBuilder& add_embedded();
-  // A .yaml/.yml file, or a folder whose *.yaml/*.yml files (sorted, not
-  // recursive) form one layer.
+  // A .yaml/.yml file, a folder whose *.yaml/*.yml files (sorted, not
+  // recursive) form one layer, or a .snapshot file (see add_snapshot).
   CatalogBuilder& add_path(const std::filesystem::path& path);
   CatalogBuilder& add_yaml(std::string text, std::string name = "<string>");
   // Bytes written by Catalog::snapshot(), as one layer. Its entries were
