@@ -260,6 +260,19 @@ std::string join_surrogate_escapes(std::string_view text) {
 // not write it back faithfully). Walks the tree as unshare() will expand it,
 // so it also stops aliases that unshare() could not expand: one inside its
 // own anchor (yaml-cpp builds a cycle) or a "billion laughs" nest.
+void emit_tag(YAML::Emitter& out, const std::string& tag);
+
+// Whether yaml-cpp's emitter accepts the tag (it refuses, e.g., a local tag
+// with a second '!'): a config that parses must also dump. Asked of the
+// emitter itself, so the rule is exactly the one dump() meets.
+bool writable_tag(const std::string& tag) {
+  if (tag.empty() || tag == "?" || tag == "!") return true;
+  YAML::Emitter probe;
+  emit_tag(probe, tag);
+  probe << "x";
+  return probe.good();
+}
+
 class Checker {
  public:
   Checker(const std::string& name, bool json) : name_(name), json_(json) {}
@@ -269,6 +282,7 @@ class Checker {
       throw config_error(located(name_, n.Mark(), fmt::format("aliases expand to more than {} nodes", kMaxNodes)));
     const std::string& tag = n.Tag();
     if (json_ && !tag.empty() && tag != "?" && tag != "!") fail(n, fmt::format("YAML tag '{}' in a JSON document", tag));
+    if (!writable_tag(tag)) fail(n, fmt::format("YAML tag '{}' cannot be written back; remove it or spell it as a plain '!name'", tag));
     if (n.IsMap() || n.IsSequence()) {
       for (const YAML::Node& a : open_)
         if (a.is(n)) fail(n, "an alias refers to a node that contains it");

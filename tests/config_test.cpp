@@ -550,6 +550,15 @@ TEST(ConfigTree, KeysThatNameNothingAreRefused) {
   EXPECT_EQ(ConfigTree::parse("!!str k: 1\n\"\": 2\n", "c.yaml").get({"k"})->text, "1");  // string keys, tagged or empty, are fine
 }
 
+TEST(ConfigTree, TagsTheWriterCannotWriteAreRefusedSoEveryParsedConfigDumps) {
+  // Found by the config_fix fuzzer: a local tag with a second '!' parsed,
+  // then dump() threw "invalid tag".
+  EXPECT_EQ(error_of([] { ConfigTree::parse("a: {b: [0, !XX!YY 4]}\n", "c.yaml"); }),
+            "c.yaml:1:12: YAML tag '!XX!YY' cannot be written back; remove it or spell it as a plain '!name'");
+  const ConfigTree ok = ConfigTree::parse("a: !mytag 1\nb: !!str 2\n", "c.yaml");
+  EXPECT_NO_THROW(ConfigTree::parse(ok.dump(), "again")) << ok.dump();
+}
+
 TEST(ConfigTree, KeysWithControlCharactersAreRefusedSinceTheyWouldNotReadBack) {
   // Found by the config_fix fuzzer: a key of NUL bytes was dumped as \u0000
   // escapes, six times longer, past YAML's 1024-character limit on keys.
