@@ -262,15 +262,23 @@ std::string join_surrogate_escapes(std::string_view text) {
 // own anchor (yaml-cpp builds a cycle) or a "billion laughs" nest.
 void emit_tag(YAML::Emitter& out, const std::string& tag);
 
-// Whether yaml-cpp's emitter accepts the tag (it refuses, e.g., a local tag
-// with a second '!'): a config that parses must also dump. Asked of the
-// emitter itself, so the rule is exactly the one dump() meets.
+// Whether the tag survives dump() and a parse of what it wrote: a config
+// that parses must also dump and read back. yaml-cpp's emitter refuses some
+// tags (a local tag with a second '!') and writes others its parser refuses
+// (`!` at the very end of the input reads as the core prefix with no suffix,
+// written `!!`). Asked of yaml-cpp itself, so the rule is exactly its own;
+// only tagged nodes, which are rare in configs, pay for it.
 bool writable_tag(const std::string& tag) {
   if (tag.empty() || tag == "?" || tag == "!") return true;
   YAML::Emitter probe;
   emit_tag(probe, tag);
   probe << "x";
-  return probe.good();
+  if (!probe.good()) return false;
+  try {
+    return YAML::Load(probe.c_str()).Tag() == tag;
+  } catch (const YAML::Exception&) {
+    return false;
+  }
 }
 
 class Checker {

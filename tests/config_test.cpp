@@ -555,7 +555,12 @@ TEST(ConfigTree, TagsTheWriterCannotWriteAreRefusedSoEveryParsedConfigDumps) {
   // then dump() threw "invalid tag".
   EXPECT_EQ(error_of([] { ConfigTree::parse("a: {b: [0, !XX!YY 4]}\n", "c.yaml"); }),
             "c.yaml:1:12: YAML tag '!XX!YY' cannot be written back; remove it or spell it as a plain '!name'");
-  const ConfigTree ok = ConfigTree::parse("a: !mytag 1\nb: !!str 2\n", "c.yaml");
+  // A lone '!' at the very end reads as the core prefix with no suffix,
+  // which the writer would write as '!!' and the parser then refuses.
+  EXPECT_EQ(error_of([] { ConfigTree::parse("a: !", "c.yaml"); }),
+            "c.yaml:1:4: YAML tag 'tag:yaml.org,2002:' cannot be written back; remove it or spell it as a plain '!name'");
+  EXPECT_EQ(ConfigTree::parse("a: !\n", "c.yaml").get({"a"})->text, "");  // a non-specific '!' is fine
+  const ConfigTree ok = ConfigTree::parse("a: !mytag 1\nb: !!str 2\nc: !<tag:example.com,2000:x> 3\n", "c.yaml");
   EXPECT_NO_THROW(ConfigTree::parse(ok.dump(), "again")) << ok.dump();
 }
 
