@@ -3,6 +3,8 @@
 # each for SECONDS (default 60), one after the other.
 #
 #   scripts/fuzz.sh [SECONDS] [TARGET...]     targets: catalog template match import config_fix
+#   scripts/fuzz.sh smoke [TARGET...]         what CI runs: about a minute per target,
+#                                             repeatable (fixed seed and run count, seeds only)
 #
 # Seeds come from fuzz/corpus/<target>/ (read only); what a run learns goes to
 # build-fuzz/corpus/<target>/ and is reused by the next run. A crash, leak or
@@ -17,7 +19,9 @@ build=${FUZZ_BUILD:-$root/build-fuzz}
 all=(catalog template match import config_fix)
 
 seconds=60
+smoke=0
 if [ $# -gt 0 ] && [[ $1 =~ ^[0-9]+$ ]]; then seconds=$1; shift; fi
+if [ $# -gt 0 ] && [ "$1" = smoke ]; then smoke=1; shift; fi
 targets=("$@")
 [ ${#targets[@]} -gt 0 ] || targets=("${all[@]}")
 for t in "${targets[@]}"; do
@@ -27,6 +31,10 @@ command -v clang++ >/dev/null || { echo "fuzz.sh: clang++ not found; run scripts
 
 # Inputs never need to be larger than what each target reads in practice.
 declare -A max_len=([catalog]=65536 [template]=4096 [match]=262144 [import]=65536 [config_fix]=16384)
+# Smoke runs: a fixed number of inputs (about a minute each on 2 cores) from
+# the seeds alone with a fixed seed, so a CI finding reproduces exactly with
+# `scripts/fuzz.sh smoke TARGET`; time-bounded runs depend on machine speed.
+declare -A smoke_runs=([catalog]=2500 [template]=100000 [match]=150000 [import]=15000 [config_fix]=60000)
 
 cmake -S "$root" -B "$build" -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DERRSHIM_FUZZ=ON -DERRSHIM_BUILD_TESTS=OFF -DERRSHIM_BUILD_SAMPLES=OFF -DERRSHIM_BUILD_TOOLS=OFF \
@@ -39,15 +47,21 @@ status=0
 mkdir -p "$build/logs"
 for t in "${targets[@]}"; do
   work="$build/corpus/$t"
+  limit=(-max_total_time="$seconds")
+  if [ $smoke = 1 ]; then
+    work="$build/smoke-corpus/$t"
+    rm -rf "$work"
+    limit=(-runs="${smoke_runs[$t]}" -seed=1)
+  fi
   findings="$root/fuzz/findings/$t"
   mkdir -p "$work" "$findings"
   log="$build/logs/$t.log"
-  echo "fuzz.sh: $t for ${seconds}s (log: $log)"
+  echo "fuzz.sh: $t for ${limit[*]} (log: $log)"
   # -max_total_time is wall time; the CPU time the fuzzer got is reported
   # too, since the machine may be shared.
   start_cpu=$(awk '{print $14 + $15 + $16 + $17}' /proc/$$/stat)
   # shellcheck disable=SC2086  # FUZZ_ARGS is a list of flags
-  if "$build/fuzz/fuzz_$t" -max_total_time="$seconds" -timeout=2 -rss_limit_mb=2048 -max_len="${max_len[$t]}" \
+  if "$build/fuzz/fuzz_$t" "${limit[@]}" -timeout=2 -rss_limit_mb=2048 -max_len="${max_len[$t]}" \
        -print_final_stats=1 -artifact_prefix="$findings/" ${FUZZ_ARGS:-} "$work" "$root/fuzz/corpus/$t" >"$log" 2>&1; then
     ok=1
   else

@@ -57,7 +57,7 @@ usage:
       A progress bar is shown on a terminal for inputs over 32 MiB.
   errshim snapshot [--catalog PATH]... OUT.snapshot
       Write the catalog (embedded, plus the --catalog layers) as a snapshot:
-      it loads without parsing YAML (large catalogs load ~20x faster) when
+      it loads without parsing YAML (large catalogs load ~15x faster) when
       given as '--catalog OUT.snapshot' or to CatalogBuilder::add_path. Only
       this errshim version reads it. OUT is replaced atomically.
   errshim --version | --help | COMMAND --help
