@@ -56,6 +56,7 @@ for t in "${targets[@]}"; do
   findings="$root/fuzz/findings/$t"
   mkdir -p "$work" "$findings"
   log="$build/logs/$t.log"
+  [ $smoke = 1 ] && log="$build/logs/smoke-$t.log"
   echo "fuzz.sh: $t for ${limit[*]} (log: $log)"
   # -max_total_time is wall time; the CPU time the fuzzer got is reported
   # too, since the machine may be shared.
