@@ -53,9 +53,13 @@ inline std::pair<std::string_view, std::string_view> split_nul(std::string_view 
   return {in.substr(0, nul), in.substr(nul + 1)};
 }
 
-// Strict (no overlong forms or surrogates): yaml-cpp rewrites those too,
-// an overlong form as the character it spells.
-inline bool valid_utf8(std::string_view s) { return detail::valid_utf8(s); }
+// Text a YAML file holds as it is: strict UTF-8 (yaml-cpp rewrites an
+// overlong form as the character it spells) without the noncharacters
+// U+FFFE and U+FFFF, which YAML does not allow and yaml-cpp writes as U+FFFD.
+inline bool valid_utf8(std::string_view s) {
+  return detail::valid_utf8(s) && s.find("\xEF\xBF\xBE") == std::string_view::npos &&
+         s.find("\xEF\xBF\xBF") == std::string_view::npos;
+}
 
 // ---------------------------------------------------------------- catalog
 
