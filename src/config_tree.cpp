@@ -29,6 +29,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include "errshim/config.hpp"
+#include "chars.hpp"
 #include "utf8.hpp"
 
 namespace errshim {
@@ -89,7 +90,7 @@ class Scan {
   std::size_t i_ = 0;
 };
 
-bool is_digit(char c) { return c >= '0' && c <= '9'; }
+using detail::is_digit;
 
 // YAML 1.2 core schema int and float, as catalog_loader.cpp reads the
 // catalog, so a config value and a catalog value compare alike.

@@ -5,6 +5,7 @@
 // hostile message cannot make matching slow.
 
 #include "errshim/normalize.hpp"
+#include "chars.hpp"
 #include "utf8.hpp"
 
 #include <algorithm>
@@ -31,12 +32,12 @@ constexpr int kMaxDebugDepth = 8;              // nesting followed in a Rust Deb
 
 // ------------------------------------------------------------------ text helpers
 
-bool is_digit(char c) { return c >= '0' && c <= '9'; }
-bool is_upper(char c) { return c >= 'A' && c <= 'Z'; }
-bool is_lower(char c) { return c >= 'a' && c <= 'z'; }
-bool is_alpha(char c) { return is_upper(c) || is_lower(c); }
-bool is_ident(char c) { return is_alpha(c) || is_digit(c) || c == '_'; }
-bool is_blank(char c) { return c == ' ' || c == '\t'; }
+using detail::is_alpha;
+using detail::is_blank;
+using detail::is_digit;
+using detail::is_ident;
+using detail::is_lower;
+using detail::is_upper;
 bool is_space(char c) { return is_blank(c) || c == '\r' || c == '\n' || c == '\v' || c == '\f'; }
 bool is_continuation(char c) { return (static_cast<unsigned char>(c) & 0xC0u) == 0x80u; }
 char to_lower(char c) { return is_upper(c) ? static_cast<char>(c - 'A' + 'a') : c; }

@@ -452,6 +452,11 @@ class Parser {
         return flag_group(depth, begin, outer);
       }
     }
+    return finish_group(std::move(g), depth, begin, outer);
+  }
+
+  // The rest of a group, up to its ')', after which the flags are the outer ones again.
+  std::size_t finish_group(Node g, int depth, std::size_t begin, const Flags& outer) {
     g.kids.push_back(alternation(depth + 1));
     expect(')');
     flags_ = outer;
@@ -480,12 +485,7 @@ class Parser {
       } else if (c == ':') {
         Node g;
         g.kind = Node::Kind::group;
-        g.kids.push_back(alternation(depth + 1));
-        expect(')');
-        flags_ = outer;
-        g.begin = begin;
-        g.end = i_;
-        return push(std::move(g));
+        return finish_group(std::move(g), depth, begin, outer);
       } else {
         throw Unparsable{};
       }

@@ -20,6 +20,7 @@
 
 #include "errshim/normalize.hpp"
 #include "errshim/render.hpp"
+#include "chars.hpp"
 
 namespace errshim {
 
@@ -52,12 +53,12 @@ constexpr sv kDuringHandling = "During handling of the above exception, another 
 constexpr sv kC10Raised = "Exception raised from ";
 constexpr sv kTerminate = "terminate called after throwing an instance of ";
 
-bool is_digit(char c) { return c >= '0' && c <= '9'; }
-bool is_upper(char c) { return c >= 'A' && c <= 'Z'; }
-bool is_lower(char c) { return c >= 'a' && c <= 'z'; }
-bool is_alpha(char c) { return is_upper(c) || is_lower(c); }
-bool is_ident(char c) { return is_alpha(c) || is_digit(c) || c == '_'; }
-bool is_blank(char c) { return c == ' ' || c == '\t'; }
+using detail::is_alpha;
+using detail::is_blank;
+using detail::is_digit;
+using detail::is_ident;
+using detail::is_lower;
+using detail::is_upper;
 // strchr would also find the terminating NUL, and logs do contain NUL bytes.
 bool one_of(const char* set, char c) { return c != '\0' && std::strchr(set, c) != nullptr; }
 char lower(char c) { return is_upper(c) ? static_cast<char>(c - 'A' + 'a') : c; }
