@@ -19,8 +19,8 @@ const std::vector<std::pair<std::string_view, std::string_view>>& embedded_catal
 }
 
 struct Catalog::Impl {
-  Impl(std::vector<std::shared_ptr<const Entry>> entries, std::vector<Problem>& problems)
-      : matcher(std::move(entries), problems) {
+  Impl(std::vector<std::shared_ptr<const Entry>> entries, std::vector<Problem>& problems, detail::MatchPlan plan)
+      : matcher(std::move(entries), problems, std::move(plan)) {
     for (std::size_t i = 0; i < matcher.entries().size(); ++i) by_id.emplace(matcher.entries()[i]->id, i);
   }
   detail::Matcher matcher;
@@ -100,7 +100,7 @@ bool Catalog::claims(std::string_view id, std::string_view message) const noexce
 
 std::vector<Problem> Catalog::compile_all() const { return impl_->matcher.compile_all(); }
 
-std::string Catalog::snapshot() const { return detail::write_snapshot(entries()); }
+std::string Catalog::snapshot() const { return detail::write_snapshot(entries(), detail::plan_matching(entries())); }
 
 CatalogPtr Catalog::embedded() {
   // Built once; a broken embedded catalog is a build defect that the test
@@ -199,20 +199,23 @@ CatalogPtr CatalogBuilder::build() const {
   // (hashing, not a copy and an ordered tree per id: at 100,000 entries the
   // copies cost a tenth of a snapshot's load).
   std::unordered_map<std::string_view, std::size_t> index;
+  // A snapshot's match plan, kept when the snapshot is the whole catalog
+  // (other layers change the entries, and with them every key's rarity).
+  detail::MatchPlan plan;
 
   for (const Source& src : sources_) {
     std::unordered_set<std::string_view> layer_ids;  // defined by this layer so far
-    auto add_layer_entries = [&](std::vector<Entry> parsed) {
+    auto add_layer_entries = [&](std::vector<std::shared_ptr<const Entry>> parsed) {
       index.reserve(index.size() + parsed.size());
       layer_ids.reserve(layer_ids.size() + parsed.size());
-      for (Entry& e : parsed) {
+      for (std::shared_ptr<const Entry>& shared : parsed) {
+        const Entry& e = *shared;
         if (layer_ids.count(e.id) != 0) {
           const Location& first = entries[index.at(e.id)]->where;
           problems.push_back({e.where, e.id,
                               fmt::format("duplicate id (first defined at {}:{}:{})", first.file, first.line, first.column)});
           continue;
         }
-        auto shared = std::make_shared<const Entry>(std::move(e));
         const std::string_view id = shared->id;
         // A later layer replaces an earlier entry in place, keeping the order.
         if (auto it = index.find(id); it != index.end()) {
@@ -227,6 +230,10 @@ CatalogPtr CatalogBuilder::build() const {
         layer_ids.insert(id);
       }
     };
+    auto add_snapshot_entries = [&](detail::Snapshot snap) {
+      if (sources_.size() == 1) plan = std::move(snap.plan);
+      add_layer_entries(std::move(snap.entries));
+    };
     std::vector<File> files;
     switch (src.kind) {
       case Source::Kind::embedded:
@@ -236,7 +243,7 @@ CatalogPtr CatalogBuilder::build() const {
         if (is_snapshot(src.path)) {
           std::string bytes;
           if (read_file(src.path, bytes))
-            add_layer_entries(detail::read_snapshot(bytes, src.name, problems));
+            add_snapshot_entries(detail::read_snapshot(bytes, src.name, problems));
           else
             problems.push_back({{src.name}, "", "cannot read the snapshot file"});
         } else {
@@ -244,11 +251,17 @@ CatalogPtr CatalogBuilder::build() const {
         }
         break;
       case Source::Kind::text: files.push_back({src.name, {}, src.text}); break;
-      case Source::Kind::snapshot: add_layer_entries(detail::read_snapshot(src.text, src.name, problems)); break;
+      case Source::Kind::snapshot: add_snapshot_entries(detail::read_snapshot(src.text, src.name, problems)); break;
     }
-    for (const File& f : files) add_layer_entries(detail::parse_catalog(f.text(), f.name, problems));
+    for (const File& f : files) {
+      std::vector<Entry> parsed = detail::parse_catalog(f.text(), f.name, problems);
+      std::vector<std::shared_ptr<const Entry>> shared;
+      shared.reserve(parsed.size());
+      for (Entry& e : parsed) shared.push_back(std::make_shared<const Entry>(std::move(e)));
+      add_layer_entries(std::move(shared));
+    }
   }
-  auto impl = std::make_unique<Catalog::Impl>(std::move(entries), problems);
+  auto impl = std::make_unique<Catalog::Impl>(std::move(entries), problems, std::move(plan));
   if (!problems.empty()) throw catalog_error(std::move(problems));
   return CatalogPtr(new Catalog(std::move(impl)));
 }

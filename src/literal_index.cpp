@@ -36,41 +36,67 @@ std::size_t rarest_windows(std::string_view key, std::size_t width, std::size_t 
 
 }  // namespace
 
-LiteralIndex::LiteralIndex(const std::vector<std::string>& keys, const GramWeight& gram_weight) {
+namespace {
+// The window width and stride of the lane a key of `size` bytes goes to,
+// fastest first (see the header); {0, 0}: too short to index.
+struct LaneShape {
+  std::size_t width, stride;
+};
+constexpr LaneShape kLanes[3] = {{8, 4}, {4, 4}, {4, 1}};
+std::size_t lane_for(std::size_t size) {
+  std::size_t l = 0;
+  while (l < 3 && size < kLanes[l].width + kLanes[l].stride - 1) ++l;
+  return l;
+}
+}  // namespace
+
+std::uint32_t LiteralIndex::anchor_offset(std::string_view key, const GramWeight& gram_weight) {
+  const std::size_t l = lane_for(key.size());
+  if (l == 3) return 0;
+  return static_cast<std::uint32_t>(rarest_windows(key, kLanes[l].width, kLanes[l].stride, gram_weight));
+}
+
+LiteralIndex::LiteralIndex(const std::vector<std::string>& keys, const GramWeight& gram_weight)
+    : LiteralIndex(keys, [&] {
+        std::vector<std::uint32_t> anchors(keys.size());
+        for (std::size_t k = 0; k < keys.size(); ++k) anchors[k] = anchor_offset(keys[k], gram_weight);
+        return anchors;
+      }()) {}
+
+LiteralIndex::LiteralIndex(const std::vector<std::string>& keys, const std::vector<std::uint32_t>& anchors) {
   std::size_t total = 0;
   for (const std::string& k : keys) total += k.size();
   if (total >= std::numeric_limits<std::uint32_t>::max() || keys.size() >= std::numeric_limits<std::uint32_t>::max())
     throw std::length_error("literal index: keys too large");
+  if (anchors.size() != keys.size()) throw std::invalid_argument("literal index: one anchor per key expected");
   key_bytes_.reserve(total);
   key_begin_.reserve(keys.size() + 1);
 
-  lanes_[0].width = 8, lanes_[0].stride = 4;  // min_key() == kMainLaneKey
-  lanes_[1].width = 4, lanes_[1].stride = 4;
-  lanes_[2].width = 4, lanes_[2].stride = 1;
-  std::vector<std::pair<std::uint64_t, Posting>> anchors[3];
+  for (std::size_t l = 0; l < 3; ++l) lanes_[l].width = kLanes[l].width, lanes_[l].stride = kLanes[l].stride;
+  static_assert(kMainLaneKey == 8 + 4 - 1, "the main lane's shortest key");
+  std::vector<std::pair<std::uint64_t, Posting>> lane_anchors[3];
   for (std::size_t id = 0; id < keys.size(); ++id) {
     const std::string& key = keys[id];
     key_begin_.push_back(static_cast<std::uint32_t>(key_bytes_.size()));
     key_bytes_ += key;
-    // The fastest lane the key is long enough for.
-    std::size_t l = 0;
-    while (l < 3 && key.size() < lanes_[l].min_key()) ++l;
+    const std::size_t l = lane_for(key.size());
     if (l == 3) {
       unindexed_.push_back(id);
       continue;
     }
     const Lane& lane = lanes_[l];
-    const std::size_t o = rarest_windows(key, lane.width, lane.stride, gram_weight);
+    // `stride` consecutive windows from the anchor must fit in the key.
+    const std::size_t o = anchors[id] + lane.min_key() <= key.size() ? anchors[id] : 0;
     std::uint64_t head = 0, head_mask = 0;
     const std::size_t head_len = std::min<std::size_t>(key.size(), 8);
     std::memcpy(&head, key.data(), head_len);
     std::memset(&head_mask, 0xFF, head_len);
     for (std::size_t j = 0; j < lane.stride; ++j)
-      anchors[l].push_back({load_gram(key.data() + o + j, lane.width),
-                            {static_cast<std::uint32_t>(id), static_cast<std::uint32_t>(o + j), head, head_mask}});
+      lane_anchors[l].push_back({load_gram(key.data() + o + j, lane.width),
+                                 {static_cast<std::uint32_t>(id), static_cast<std::uint32_t>(o + j), head, head_mask}});
   }
   key_begin_.push_back(static_cast<std::uint32_t>(key_bytes_.size()));
-  for (std::size_t l = 0; l < 3; ++l) lanes_[l].build(std::move(anchors[l]));
+  for (std::size_t l = 0; l < 3; ++l) lanes_[l].build(std::move(lane_anchors[l]));
 }
 
 void LiteralIndex::Lane::build(std::vector<std::pair<std::uint64_t, Posting>> anchors) {

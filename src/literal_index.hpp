@@ -50,6 +50,16 @@ class LiteralIndex {
   // `keys` are the strings to find; a key's id is its index. Keys shorter
   // than kMinKey bytes are left out and listed by unindexed().
   explicit LiteralIndex(const std::vector<std::string>& keys, const GramWeight& gram_weight = nullptr);
+  // The same with each key's anchor offset given (anchors[k], as from
+  // anchor_offset()): an index rebuilt from stored offsets skips weighing
+  // windows. Any offset finds every occurrence; an offset past the key's
+  // last usable window is taken as 0.
+  LiteralIndex(const std::vector<std::string>& keys, const std::vector<std::uint32_t>& anchors);
+
+  // Where in `key` the index anchors it: the offset of its rarest stretch
+  // of windows at the width of the lane the key goes to (0 for a key too
+  // short to index, or without weights).
+  static std::uint32_t anchor_offset(std::string_view key, const GramWeight& gram_weight);
 
   // Calls on_hit(key_id, position) for every occurrence of every indexed key
   // in `text`, at least once each (an occurrence can be reported twice when

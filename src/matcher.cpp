@@ -110,14 +110,31 @@ struct Matcher::Slot {
   bool line_local = false;              // a match lies within one line: search only the literal's lines
 };
 
-Matcher::Matcher(std::vector<std::shared_ptr<const Entry>> entries, std::vector<Problem>& problems)
+MatchPlan plan_matching(const std::vector<std::shared_ptr<const Entry>>& entries) {
+  std::vector<RegexLiterals> literals(entries.size());
+  for (std::size_t i = 0; i < entries.size(); ++i) literals[i] = required_literals(entries[i]->pattern);
+  KeyChoice choice = choose_keys(literals);
+  literals = {};
+  const auto weight = [&choice](const char* p, std::size_t width) { return choice.gram_weight(p, width); };
+  MatchPlan plan;
+  plan.items.resize(entries.size());
+  for (std::size_t i = 0; i < entries.size(); ++i) {
+    MatchPlan::Item& item = plan.items[i];
+    item.key = std::move(choice.keys[i]);
+    item.anchor = LiteralIndex::anchor_offset(item.key.text, weight);
+    item.specificity = literal_length(entries[i]->pattern);
+  }
+  return plan;
+}
+
+Matcher::Matcher(std::vector<std::shared_ptr<const Entry>> entries, std::vector<Problem>& problems, MatchPlan plan)
     : entries_(std::move(entries)), slots_(new Slot[entries_.size()]) {
   const std::size_t n = entries_.size();
-  std::vector<RegexLiterals> literals(n);
+  if (plan.items.size() != n) plan = plan_matching(entries_);
   for (std::size_t i = 0; i < n; ++i) {
     const Entry& e = *entries_[i];
     Slot& s = slots_[i];
-    s.specificity = literal_length(e.pattern);
+    s.specificity = plan.items[i].specificity;
     // A raw pattern is the author's own regex: compile it now so a broken one
     // fails the build. A template's regex is valid by construction.
     if (e.template_text.empty()) {
@@ -131,24 +148,22 @@ Matcher::Matcher(std::vector<std::shared_ptr<const Entry>> entries, std::vector<
         problems.push_back({e.where, e.id, compile_error(err, u, "'unless' pattern ")});
       }
     }
-    literals[i] = required_literals(e.pattern);
   }
 
-  KeyChoice choice = choose_keys(literals);
-  literals = {};
   // Entries sharing a literal share one key in the index.
   std::vector<std::string> keys;
+  std::vector<std::uint32_t> anchors;
   std::vector<std::uint32_t> key_of(n, std::numeric_limits<std::uint32_t>::max());
   std::unordered_map<std::string_view, std::uint32_t> key_ids;
   key_ids.reserve(n);
   also_begin_.reserve(n + 1);
   for (std::size_t i = 0; i < n; ++i) {
-    const EntryKey& k = choice.keys[i];
+    const EntryKey& k = plan.items[i].key;
     also_begin_.push_back(static_cast<std::uint32_t>(also_bytes_.size()));
     also_bytes_ += k.also;
     if (k.text.empty()) continue;
     const auto [it, fresh] = key_ids.emplace(k.text, static_cast<std::uint32_t>(keys.size()));
-    if (fresh) keys.push_back(k.text);
+    if (fresh) keys.push_back(k.text), anchors.push_back(plan.items[i].anchor);
     key_of[i] = it->second;
     slots_[i].max_offset = k.max_offset;
     slots_[i].single_line = k.single_line_prefix;
@@ -156,7 +171,7 @@ Matcher::Matcher(std::vector<std::shared_ptr<const Entry>> entries, std::vector<
   }
   also_begin_.push_back(static_cast<std::uint32_t>(also_bytes_.size()));
   key_ids.clear();
-  index_ = LiteralIndex(keys, [&choice](const char* p, std::size_t width) { return choice.gram_weight(p, width); });
+  index_ = LiteralIndex(keys, anchors);
 
   // Keys the index cannot hold (shorter than its anchor): their entries are
   // checked on every segment, like those without a literal.

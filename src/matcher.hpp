@@ -29,17 +29,36 @@
 
 #include "errshim/catalog.hpp"
 #include "errshim/normalize.hpp"
+#include "literal_extract.hpp"
 #include "literal_index.hpp"
 
 namespace errshim::detail {
+
+// What the matcher works out from the entries before it can index them:
+// each entry's literal, chosen across the whole catalog, where the index
+// anchors it, and the entry's specificity (the winner rule). Without YAML
+// this is most of a build's time, so a snapshot stores it (snapshot.hpp).
+// A key must be text every match of the entry contains (matching depends on
+// it); an anchor only steers speed.
+struct MatchPlan {
+  struct Item {
+    EntryKey key;                 // empty text: checked on every segment
+    std::uint32_t anchor = 0;     // LiteralIndex::anchor_offset(key.text)
+    std::size_t specificity = 0;  // literal_length(pattern)
+  };
+  std::vector<Item> items;  // one per entry, in the entries' order
+};
+
+MatchPlan plan_matching(const std::vector<std::shared_ptr<const Entry>>& entries);
 
 class Matcher {
  public:
   // Indexes every entry; compiles raw patterns and `unless` lists now, and
   // reports each one that does not compile in `problems` with the entry's
   // position. Template regexes are valid by construction (template.cpp) and
-  // compile on first use.
-  Matcher(std::vector<std::shared_ptr<const Entry>> entries, std::vector<Problem>& problems);
+  // compile on first use. `plan` is plan_matching(entries), worked out here
+  // unless given (one item per entry).
+  Matcher(std::vector<std::shared_ptr<const Entry>> entries, std::vector<Problem>& problems, MatchPlan plan = {});
   ~Matcher();
   Matcher(const Matcher&) = delete;
   Matcher& operator=(const Matcher&) = delete;

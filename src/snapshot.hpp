@@ -2,13 +2,18 @@
 // without YAML. yaml-cpp alone reads ~150 ns per byte (~1.3 s for 10,000
 // entries); a snapshot is read at memcpy speed, so loading is the index.
 //
+// A snapshot also holds the catalog's match plan (matcher.hpp: each entry's
+// literal, chosen across the catalog, and its anchor), which is most of the
+// rest of a load; it is used when the snapshot is the whole catalog, and
+// worked out again when other layers change the entries.
+//
 // A snapshot holds entries that a build already checked, so they are not
 // checked again (raw patterns and `unless` lists still compile when the
 // matcher is built, as for YAML). What is checked is the container: the
 // magic, the format and errshim versions (the layout follows Entry, so a
-// snapshot from another version is refused rather than misread), and every
-// length against the bytes left, so a truncated or damaged snapshot is
-// refused with a problem, never misread.
+// snapshot from another version is refused rather than misread), a checksum
+// of the whole, and every length against the bytes left, so a truncated or
+// damaged snapshot is refused with a problem, never misread.
 #pragma once
 
 #include <memory>
@@ -17,12 +22,19 @@
 #include <vector>
 
 #include "errshim/catalog.hpp"
+#include "matcher.hpp"
 
 namespace errshim::detail {
 
-std::string write_snapshot(const std::vector<std::shared_ptr<const Entry>>& entries);
+// `plan` is plan_matching(entries).
+std::string write_snapshot(const std::vector<std::shared_ptr<const Entry>>& entries, const MatchPlan& plan);
 
-// The entries of a snapshot; on any problem, none and one problem naming `name`.
-std::vector<Entry> read_snapshot(std::string_view bytes, const std::string& name, std::vector<Problem>& problems);
+struct Snapshot {
+  std::vector<std::shared_ptr<const Entry>> entries;
+  MatchPlan plan;  // one item per entry
+};
+
+// What a snapshot holds; on any problem, nothing and one problem naming `name`.
+Snapshot read_snapshot(std::string_view bytes, const std::string& name, std::vector<Problem>& problems);
 
 }  // namespace errshim::detail
