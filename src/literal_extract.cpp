@@ -526,10 +526,13 @@ KeyChoice choose_keys(const std::vector<RegexLiterals>& patterns) {
                    second && second->text != best->text ? second->text : std::string()};
     // Windows of the chosen literals, at the width the index anchors them
     // with: a window many keys share makes a large bucket to verify.
-    if (best->text.size() >= LiteralIndex::kMainLaneKey)
-      count_windows(best->text, 8, out.counts8);
-    else
-      count_windows(best->text, 4, out.counts4);
+    for (const RequiredRun* r : {best, second}) {
+      if (r == nullptr || (r == second && out.keys[e].also.empty())) continue;
+      if (r->text.size() >= LiteralIndex::kMainLaneKey)
+        count_windows(r->text, 8, out.counts8);
+      else
+        count_windows(r->text, 4, out.counts4);
+    }
   }
   return out;
 }

@@ -87,13 +87,17 @@ LiteralIndex::LiteralIndex(const std::vector<std::string>& keys, const std::vect
     const Lane& lane = lanes_[l];
     // `stride` consecutive windows from the anchor must fit in the key.
     const std::size_t o = anchors[id] + lane.min_key() <= key.size() ? anchors[id] : 0;
-    std::uint64_t head = 0, head_mask = 0;
-    const std::size_t head_len = std::min<std::size_t>(key.size(), 8);
-    std::memcpy(&head, key.data(), head_len);
-    std::memset(&head_mask, 0xFF, head_len);
+    // The 8 bytes at the end of the key farther from the anchor.
+    std::uint64_t check = 0, check_mask = 0;
+    const std::size_t check_len = std::min<std::size_t>(key.size(), 8);
+    const std::size_t anchor_middle = o + (lane.width + lane.stride - 1) / 2;
+    const std::size_t check_at = key.size() > 8 && 2 * anchor_middle < key.size() ? key.size() - 8 : 0;
+    std::memcpy(&check, key.data() + check_at, check_len);
+    std::memset(&check_mask, 0xFF, check_len);
     for (std::size_t j = 0; j < lane.stride; ++j)
       lane_anchors[l].push_back({load_gram(key.data() + o + j, lane.width),
-                                 {static_cast<std::uint32_t>(id), static_cast<std::uint32_t>(o + j), head, head_mask}});
+                                 {static_cast<std::uint32_t>(id), static_cast<std::uint32_t>(o + j), check, check_mask,
+                                  static_cast<std::uint32_t>(check_at)}});
   }
   key_begin_.push_back(static_cast<std::uint32_t>(key_bytes_.size()));
   for (std::size_t l = 0; l < 3; ++l) lanes_[l].build(std::move(lane_anchors[l]));

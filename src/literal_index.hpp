@@ -91,11 +91,14 @@ class LiteralIndex {
   struct Posting {
     std::uint32_t key;
     std::uint32_t offset;  // of the anchor inside the key
-    // The key's first (up to) 8 bytes and which of them count: most keys
-    // sharing an anchor differ there, so one compare rejects them without
-    // touching the key bytes.
-    std::uint64_t head;
-    std::uint64_t head_mask;
+    // Eight bytes of the key (all of a shorter one, `check_mask` saying which
+    // count) at `check_at`, away from the anchor: keys sharing an anchor
+    // mostly share the text around it (" for kv_len", " for kv_lora") and
+    // differ further off, so one compare rejects them without touching the
+    // key bytes.
+    std::uint64_t check;
+    std::uint64_t check_mask;
+    std::uint32_t check_at;
   };
   struct Slot {
     std::uint64_t gram = 0;
@@ -193,7 +196,7 @@ void LiteralIndex::scan_lane(const Lane& lane, std::string_view text, OnHit& on_
         const Posting& p = lane.postings[k];
         if (pos < p.offset) continue;
         const std::size_t start = pos - p.offset;
-        if (start + 8 <= n && (load_gram(data + start, 8) & p.head_mask) != p.head) continue;
+        if (start + p.check_at + 8 <= n && (load_gram(data + start + p.check_at, 8) & p.check_mask) != p.check) continue;
         const std::uint32_t kb = key_begin_[p.key];
         const std::size_t len = key_begin_[p.key + 1] - kb;
         if (start + len > n) continue;

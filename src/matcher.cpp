@@ -51,12 +51,13 @@ bool contains_text(std::string_view text, std::string_view needle) {
   return false;
 }
 
-struct Candidate {
+}  // namespace
+
+struct Matcher::Candidate {
   std::uint32_t entry;
   std::size_t hit;  // a position of the entry's literal in the segment, or kNoHit
   bool operator<(const Candidate& o) const { return entry != o.entry ? entry < o.entry : hit < o.hit; }
 };
-}  // namespace
 
 std::size_t literal_length(std::string_view re) {
   std::size_t count = 0;
@@ -122,6 +123,7 @@ MatchPlan plan_matching(const std::vector<std::shared_ptr<const Entry>>& entries
     MatchPlan::Item& item = plan.items[i];
     item.key = std::move(choice.keys[i]);
     item.anchor = LiteralIndex::anchor_offset(item.key.text, weight);
+    item.also_anchor = LiteralIndex::anchor_offset(item.key.also, weight);
     item.specificity = literal_length(entries[i]->pattern);
   }
   return plan;
@@ -151,47 +153,68 @@ Matcher::Matcher(std::vector<std::shared_ptr<const Entry>> entries, std::vector<
   }
 
   // Entries sharing a literal share one key in the index.
+  constexpr std::uint32_t kNone = std::numeric_limits<std::uint32_t>::max();
   std::vector<std::string> keys;
   std::vector<std::uint32_t> anchors;
-  std::vector<std::uint32_t> key_of(n, std::numeric_limits<std::uint32_t>::max());
+  std::vector<std::uint32_t> key_of(n, kNone);
   std::unordered_map<std::string_view, std::uint32_t> key_ids;
   key_ids.reserve(n);
+  auto key_id = [&](const std::string& text, std::uint32_t anchor) {
+    const auto [it, fresh] = key_ids.emplace(text, static_cast<std::uint32_t>(keys.size()));
+    if (fresh) keys.push_back(text), anchors.push_back(anchor);
+    return it->second;
+  };
   also_begin_.reserve(n + 1);
   for (std::size_t i = 0; i < n; ++i) {
     const EntryKey& k = plan.items[i].key;
     also_begin_.push_back(static_cast<std::uint32_t>(also_bytes_.size()));
     also_bytes_ += k.also;
     if (k.text.empty()) continue;
-    const auto [it, fresh] = key_ids.emplace(k.text, static_cast<std::uint32_t>(keys.size()));
-    if (fresh) keys.push_back(k.text), anchors.push_back(plan.items[i].anchor);
-    key_of[i] = it->second;
+    key_of[i] = key_id(k.text, plan.items[i].anchor);
     slots_[i].max_offset = k.max_offset;
     slots_[i].single_line = k.single_line_prefix;
     slots_[i].line_local = k.line_local;
   }
   also_begin_.push_back(static_cast<std::uint32_t>(also_bytes_.size()));
+  // In a crowded group (near-duplicate templates: "cannot broadcast {} to
+  // {} for <name>" hundreds of times) each occurrence of the key would hand
+  // every member to its regex; the index holds the members' second literals
+  // too, so a member is a candidate only when both occur.
+  std::vector<std::uint32_t> group_size(keys.size(), 0);
+  for (std::size_t i = 0; i < n; ++i)
+    if (key_of[i] != kNone) ++group_size[key_of[i]];
+  std::vector<std::uint32_t> also_of(n, kNone);
+  for (std::size_t i = 0; i < n; ++i) {
+    const std::string& also = plan.items[i].key.also;
+    if (key_of[i] != kNone && group_size[key_of[i]] >= kCrowdedGroup && also.size() >= LiteralIndex::kMainLaneKey)
+      also_of[i] = key_id(also, plan.items[i].also_anchor);
+  }
   key_ids.clear();
   index_ = LiteralIndex(keys, anchors);
 
   // Keys the index cannot hold (shorter than its anchor): their entries are
-  // checked on every segment, like those without a literal.
+  // checked on every segment, like those without a literal; a second
+  // literal it cannot hold filters nothing.
   std::vector<bool> unindexed(keys.size(), false);
   for (std::size_t k : index_.unindexed()) unindexed[k] = true;
-  key_entry_begin_.assign(keys.size() + 1, 0);
   for (std::size_t i = 0; i < n; ++i) {
-    if (key_of[i] == std::numeric_limits<std::uint32_t>::max() || unindexed[key_of[i]])
-      always_.push_back(static_cast<std::uint32_t>(i));
-    else
-      ++key_entry_begin_[key_of[i] + 1];
+    if (key_of[i] != kNone && unindexed[key_of[i]]) key_of[i] = kNone;
+    if (key_of[i] == kNone) always_.push_back(static_cast<std::uint32_t>(i));
+    if (key_of[i] == kNone || (also_of[i] != kNone && unindexed[also_of[i]])) also_of[i] = kNone;
   }
+  key_entry_begin_.assign(keys.size() + 1, 0);
+  for (std::size_t i = 0; i < n; ++i)
+    if (key_of[i] != kNone) ++key_entry_begin_[key_of[i] + 1];
   for (std::size_t k = 0; k < keys.size(); ++k) key_entry_begin_[k + 1] += key_entry_begin_[k];
-  for (std::uint32_t i : always_) key_of[i] = std::numeric_limits<std::uint32_t>::max();
-  entry_key_ = key_of;
   key_entries_.resize(key_entry_begin_.back());
   std::vector<std::uint32_t> fill(key_entry_begin_.begin(), key_entry_begin_.end() - 1);
   for (std::size_t i = 0; i < n; ++i)
-    if (key_of[i] != std::numeric_limits<std::uint32_t>::max() && !unindexed[key_of[i]])
-      key_entries_[fill[key_of[i]]++] = static_cast<std::uint32_t>(i);
+    if (key_of[i] != kNone) key_entries_[fill[key_of[i]]++] = {also_of[i], static_cast<std::uint32_t>(i)};
+  // Each group by second literal, those without last: collect() looks a
+  // literal up in a group by binary search.
+  for (std::size_t k = 0; k < keys.size(); ++k)
+    std::sort(key_entries_.begin() + key_entry_begin_[k], key_entries_.begin() + key_entry_begin_[k + 1]);
+  entry_key_ = std::move(key_of);
 }
 
 Matcher::~Matcher() = default;
@@ -239,6 +262,50 @@ std::size_t Matcher::search_start(std::size_t index, std::string_view text, std:
 }
 
 // ------------------------------------------------------------------ matching
+
+void Matcher::collect(std::string_view text, std::vector<Candidate>& out) const {
+  struct Occurrence {
+    std::uint32_t key, position;  // a segment is at most kMaxInputBytes
+    bool operator<(const Occurrence& o) const { return key != o.key ? key < o.key : position < o.position; }
+    bool operator==(const Occurrence& o) const { return key == o.key && position == o.position; }
+  };
+  // Reused by each thread's calls: no allocation per message.
+  thread_local std::vector<Occurrence> occurrences;
+  thread_local std::vector<std::uint32_t> found;  // the keys that occur, ascending
+  occurrences.clear();
+  found.clear();
+  index_.scan(text, [&](std::size_t key, std::size_t position) {
+    occurrences.push_back({static_cast<std::uint32_t>(key), static_cast<std::uint32_t>(position)});
+  });
+  std::sort(occurrences.begin(), occurrences.end());
+  occurrences.erase(std::unique(occurrences.begin(), occurrences.end()), occurrences.end());
+  for (const Occurrence& o : occurrences)
+    if (found.empty() || found.back() != o.key) found.push_back(o.key);
+  for (std::size_t r = 0, next = 0; r < occurrences.size(); r = next) {
+    const std::uint32_t key = occurrences[r].key;
+    while (next < occurrences.size() && occurrences[next].key == key) ++next;
+    const Member* const first = key_entries_.data() + key_entry_begin_[key];
+    const Member* const last = key_entries_.data() + key_entry_begin_[key + 1];
+    auto take = [&](const Member& m) {
+      for (std::size_t o = r; o < next; ++o) out.push_back({m.entry, occurrences[o].position});
+    };
+    // Members whose second literal occurs too, and those without one: by
+    // the smaller side, a small group against the keys found or each key
+    // found looked up in a large group.
+    if (static_cast<std::size_t>(last - first) <= found.size()) {
+      for (const Member* m = first; m != last; ++m)
+        if (m->also == kNoKey || std::binary_search(found.begin(), found.end(), m->also)) take(*m);
+    } else {
+      auto by_also = [](const Member& m, std::uint32_t k) { return m.also < k; };
+      for (std::uint32_t k : found)
+        for (const Member* m = std::lower_bound(first, last, k, by_also); m != last && m->also == k; ++m) take(*m);
+      for (const Member* m = std::lower_bound(first, last, kNoKey, by_also); m != last; ++m) take(*m);
+    }
+  }
+  for (std::uint32_t i : always_) out.push_back({i, kNoHit});
+  if (occurrences.capacity() > 4096) occurrences = {}, found = {};  // a huge message keeps no memory
+}
+
 
 // One call: the best hit so far (winner rule) and the problems seen.
 class Matcher::Run {
@@ -413,11 +480,7 @@ MatchResult Matcher::match(std::string_view message, const Context& context) con
     for (std::size_t s = 0; s < norm.segments.size(); ++s) {
       const std::string_view text = norm.segments[s].text;
       candidates.clear();
-      index_.scan(text, [&](std::size_t key, std::size_t position) {
-        for (std::uint32_t k = key_entry_begin_[key]; k < key_entry_begin_[key + 1]; ++k)
-          candidates.push_back({key_entries_[k], position});
-      });
-      for (std::uint32_t i : always_) candidates.push_back({i, kNoHit});
+      collect(text, candidates);
       // Each entry once, with its literal's positions in order.
       std::sort(candidates.begin(), candidates.end());
       for (std::size_t c = 0, next = 0; c < candidates.size(); c = next) {
@@ -483,14 +546,14 @@ std::size_t Matcher::candidate_count(std::string_view message) const noexcept {
   try {
     const Normalized norm = normalize(message);
     std::size_t count = 0;
-    std::vector<std::uint32_t> found;
+    std::vector<Candidate> found;
     for (const Segment& seg : norm.segments) {
       found.clear();
-      index_.scan(seg.text, [&](std::size_t key, std::size_t) {
-        for (std::uint32_t k = key_entry_begin_[key]; k < key_entry_begin_[key + 1]; ++k) found.push_back(key_entries_[k]);
-      });
+      collect(seg.text, found);
       std::sort(found.begin(), found.end());
-      count += static_cast<std::size_t>(std::unique(found.begin(), found.end()) - found.begin()) + always_.size();
+      count += static_cast<std::size_t>(
+          std::unique(found.begin(), found.end(), [](const Candidate& a, const Candidate& b) { return a.entry == b.entry; }) -
+          found.begin());
     }
     return count;
   } catch (...) {
@@ -509,8 +572,8 @@ Matcher::Stats Matcher::stats() const noexcept {
     st.line_local += slots_[i].line_local;
   }
   st.compiled = compiled_.load(std::memory_order_relaxed);
-  st.index_bytes = index_.memory_bytes() + (key_entry_begin_.capacity() + key_entries_.capacity() + always_.capacity()) *
-                                               sizeof(std::uint32_t);
+  st.index_bytes = index_.memory_bytes() + key_entries_.capacity() * sizeof(Member) +
+                   (key_entry_begin_.capacity() + always_.capacity() + entry_key_.capacity()) * sizeof(std::uint32_t);
   return st;
 }
 

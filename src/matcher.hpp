@@ -42,8 +42,9 @@ namespace errshim::detail {
 // it); an anchor only steers speed.
 struct MatchPlan {
   struct Item {
-    EntryKey key;                 // empty text: checked on every segment
-    std::uint32_t anchor = 0;     // LiteralIndex::anchor_offset(key.text)
+    EntryKey key;                   // empty text: checked on every segment
+    std::uint32_t anchor = 0;       // LiteralIndex::anchor_offset(key.text)
+    std::uint32_t also_anchor = 0;  // LiteralIndex::anchor_offset(key.also)
     std::size_t specificity = 0;  // literal_length(pattern)
   };
   std::vector<Item> items;  // one per entry, in the entries' order
@@ -113,6 +114,22 @@ class Matcher {
  private:
   struct Slot;  // per entry: the lazily compiled regex, `unless`, where to start
   class Run;    // one match() call: the best hit so far and its problems
+  struct Candidate;
+
+  static constexpr std::uint32_t kNoKey = 0xFFFFFFFFu;
+  // Groups with this many entries sharing a key are filtered by their
+  // members' second literals in the index too (collect()).
+  static constexpr std::uint32_t kCrowdedGroup = 4;
+  struct Member {  // of a key's group
+    std::uint32_t also;   // key id of the entry's second literal, or kNoKey
+    std::uint32_t entry;
+    bool operator<(const Member& o) const { return also != o.also ? also < o.also : entry < o.entry; }
+  };
+
+  // Appends the entries the index hands to their regexes for `text`: each
+  // whose literal occurs (once per occurrence, with its position) and, in a
+  // crowded group, whose second literal occurs too; then the always-checked.
+  void collect(std::string_view text, std::vector<Candidate>& out) const;
 
   // The entry's slot with its regex compiled (on first use); null when the
   // regex does not compile (`error` in the slot says why).
@@ -125,7 +142,7 @@ class Matcher {
   std::unique_ptr<Slot[]> slots_;
   LiteralIndex index_;
   std::vector<std::uint32_t> key_entry_begin_;  // entries of key k: key_entries_[begin[k], begin[k+1])
-  std::vector<std::uint32_t> key_entries_;
+  std::vector<Member> key_entries_;             // by second literal within a group
   std::vector<std::uint32_t> always_;  // entries with no usable literal, ascending
   std::vector<std::uint32_t> entry_key_;  // entry -> key id (uint32 max: none)
   std::string also_bytes_;                // EntryKey::also of entry i: also_bytes_[also_begin_[i], also_begin_[i+1])

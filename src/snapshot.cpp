@@ -83,6 +83,7 @@ class Writer {
     u8(static_cast<std::uint8_t>((item.key.single_line_prefix ? 1 : 0) | (item.key.line_local ? 2 : 0)));
     str(item.key.also);
     u32(item.anchor);
+    u32(item.also_anchor);
     i64(static_cast<std::int64_t>(item.specificity));
   }
   std::string take() { return std::move(out_); }
@@ -251,6 +252,7 @@ class Reader {
     item.key.line_local = (flags & 2) != 0;
     item.key.also = str();
     item.anchor = u32();
+    item.also_anchor = u32();
     item.specificity = static_cast<std::size_t>(i64());
     return item;
   }

@@ -59,6 +59,17 @@ TEST(LiteralIndex, ShortKeysAreListedNotIndexed) {
   EXPECT_EQ(scan(index, "ab abcd xyz"), (Hits{{1, 3}}));
 }
 
+TEST(LiteralIndex, KeysThatShareTheTextAroundTheirAnchor) {
+  // Keys alike at one end and different at the other: the quick check
+  // before the full compare must reject the near misses and keep the hits.
+  const std::vector<std::string> keys = {" for kv_len", " for kv_lora", " for kv_lora_rank", "hidden for kv_len",
+                                         "cannot broadcast to", "cannot broadcast from", "x cannot broadcast to"};
+  const LiteralIndex index(keys);
+  for (const std::string text : {"size for kv_lora_rank=4", "size for kv_len=4 for kv_lor", "hidden for kv_len",
+                                 "we cannot broadcast from here, x cannot broadcast to there", "for kv_le", "cannot broadcast t"})
+    EXPECT_EQ(scan(index, text), brute_force(keys, text)) << text;
+}
+
 TEST(LiteralIndex, RandomKeysAndTextsAgreeWithBruteForce) {
   // A 3-letter alphabet forces overlapping, repeating and self-similar keys
   // (an anchor that occurs twice in its own key), the hard cases.

@@ -180,6 +180,64 @@ TEST(Matcher, TemplatesCompileOnFirstUseAndAllForLint) {
   EXPECT_EQ(m.stats().compiled, 2u);
 }
 
+// Near-duplicate templates share their most selective literal; each
+// occurrence of it must not hand the whole group to the regexes. The plan
+// is given, so the test pins the grouping whatever literals the catalog-wide
+// choice would pick.
+TEST(Matcher, ACrowdedKeyHandsOnlyMembersWhoseSecondLiteralOccurs) {
+  std::string yaml;
+  for (int k = 0; k < 40; ++k) {
+    const std::string name = "option_k" + std::to_string(100 + k);
+    yaml += entry_yaml("lib." + name, "cannot broadcast {} to {} for " + name);
+  }
+  const auto cat = catalog_from(file_yaml(yaml));
+  auto matcher_with_plan = [&](std::size_t group) {
+    std::vector<std::shared_ptr<const Entry>> entries(cat->entries().begin(), cat->entries().begin() + group);
+    detail::MatchPlan plan = detail::plan_matching(entries);
+    for (std::size_t i = 0; i < group; ++i) {
+      detail::EntryKey& key = plan.items[i].key;
+      key = {};
+      key.text = "cannot broadcast ";
+      key.also = " for option_k" + std::to_string(100 + i);
+    }
+    std::vector<Problem> problems;
+    auto m = std::make_unique<detail::Matcher>(entries, problems, plan);
+    EXPECT_TRUE(problems.empty());
+    return m;
+  };
+  auto expect_same = [](const detail::Matcher& m, const std::string& text, const char* want) {
+    const MatchResult fast = m.match(text, {}), naive = m.match_naive(text, {});
+    ASSERT_EQ(fast.diagnosis.has_value(), naive.diagnosis.has_value()) << text;
+    EXPECT_EQ(fast.diagnosis ? fast.diagnosis->id() : "none", want) << text;
+    if (naive.diagnosis) {
+      EXPECT_EQ(naive.diagnosis->id(), want) << text;
+    }
+  };
+
+  // A large group against few literals found: each found one looked up.
+  const auto big = matcher_with_plan(40);
+  EXPECT_EQ(big->literal(7), "cannot broadcast ");
+  const std::string one = "error: cannot broadcast [2, 3] to [4] for option_k117";
+  EXPECT_EQ(big->candidate_count(one), 1u);
+  expect_same(*big, one, "lib.option_k117");
+  const std::string two = "cannot broadcast [2] to [4] for option_k103 (also seen for option_k131)";
+  EXPECT_EQ(big->candidate_count(two), 2u);
+  expect_same(*big, two, "lib.option_k103");
+  EXPECT_EQ(big->candidate_count("cannot broadcast [2] to [4] for option_x"), 0u);
+  expect_same(*big, "cannot broadcast [2] to [4] for option_x", "none");
+  // The second literal alone is no candidate either.
+  EXPECT_EQ(big->candidate_count("value for option_k117 is bad"), 0u);
+
+  // A small group against many literals found: each member checked.
+  const auto small = matcher_with_plan(4);
+  const std::string all =
+      "seen for option_k100 for option_k101 for option_k102 for option_k103: cannot broadcast [1] to [2] for option_k102";
+  EXPECT_EQ(small->candidate_count(all), 4u);
+  expect_same(*small, all, "lib.option_k102");
+  EXPECT_EQ(small->candidate_count("cannot broadcast [1] to [2] for option_k101"), 1u);
+  expect_same(*small, "cannot broadcast [1] to [2] for option_k101", "lib.option_k101");
+}
+
 TEST(Matcher, BrokenRawPatternIsStillABuildProblem) {
   try {
     raw_catalog({{"lib.bad", "unclosed (group", "unclosed (group"}});

@@ -218,6 +218,7 @@ TEST(Snapshot, StoresTheMatchPlanTheCatalogWouldWorkOut) {
     EXPECT_EQ(a.key.line_local, b.key.line_local) << id;
     EXPECT_EQ(a.key.also, b.key.also) << id;
     EXPECT_EQ(a.anchor, b.anchor) << id;
+    EXPECT_EQ(a.also_anchor, b.also_anchor) << id;
     EXPECT_EQ(a.specificity, b.specificity) << id;
     keyed += !a.key.text.empty();
     bounded += a.key.max_offset != detail::kUnbounded;
