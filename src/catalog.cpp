@@ -9,14 +9,11 @@
 #include <fmt/format.h>
 
 #include "catalog_loader.hpp"
+#include "embedded_catalog.hpp"
 #include "matcher.hpp"
 #include "snapshot.hpp"
 
 namespace errshim {
-
-namespace detail {
-const std::vector<std::pair<std::string_view, std::string_view>>& embedded_catalog_files();
-}
 
 struct Catalog::Impl {
   Impl(std::vector<std::shared_ptr<const Entry>> entries, std::vector<Problem>& problems, detail::MatchPlan plan)
@@ -236,9 +233,13 @@ CatalogPtr CatalogBuilder::build() const {
     };
     std::vector<File> files;
     switch (src.kind) {
-      case Source::Kind::embedded:
-        for (const auto& [name, text] : detail::embedded_catalog_files()) files.push_back({std::string(name), {}, text});
+      case Source::Kind::embedded: {
+        const detail::EmbeddedCatalog& embedded = detail::embedded_catalog();
+        if (!embedded.snapshot.empty())
+          add_snapshot_entries(detail::read_snapshot(embedded.snapshot, "<embedded catalog snapshot>", problems));
+        for (const auto& [name, text] : embedded.files) files.push_back({std::string(name), {}, text});
         break;
+      }
       case Source::Kind::path:
         if (is_snapshot(src.path)) {
           std::string bytes;

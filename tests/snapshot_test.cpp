@@ -4,6 +4,7 @@
 // being misread.
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -155,6 +156,25 @@ TEST(Snapshot, TheEmbeddedCatalogGivesTheSameAnswers) {
   }
   EXPECT_GT(checked, 500u);
   EXPECT_TRUE(snap->compile_all().empty());
+}
+
+TEST(Snapshot, TheEmbeddedCatalogIsTheOneInPatterns) {
+  // The library embeds a snapshot written at build time: it must hold what
+  // patterns/ holds now, entry for entry (a stale one would answer from an
+  // old catalog). File names differ only in their directories.
+  auto relative = [](Entry e) {
+    auto strip = [](Location& l) { l.file = std::filesystem::path(l.file).filename().string(); };
+    strip(e.where);
+    for (MatchExample& m : e.match_examples) strip(m.where);
+    for (NoMatchExample& m : e.no_match_examples) strip(m.where);
+    return describe(e);
+  };
+  const CatalogPtr embedded = Catalog::embedded();
+  const CatalogPtr yaml = CatalogBuilder().add_path(ERRSHIM_SOURCE_DIR "/patterns").build();
+  ASSERT_EQ(embedded->size(), yaml->size());
+  for (std::size_t i = 0; i < yaml->size(); ++i)
+    EXPECT_EQ(relative(*embedded->entries()[i]), relative(*yaml->entries()[i]));
+  EXPECT_EQ(embedded->entries().front()->where.file.rfind("patterns/", 0), 0u) << embedded->entries().front()->where.file;
 }
 
 TEST(Snapshot, IsALayerLikeAnyOther) {

@@ -1,0 +1,68 @@
+// Build step: builds the catalog of patterns/ (embedded as YAML in this
+// program) and writes a C++ source holding its snapshot, which the library
+// embeds instead of the YAML (src/embedded_catalog.hpp). A catalog with any
+// problem fails the build here, with every problem listed.
+//
+//   errshim_embed_snapshot OUT.cpp
+#include <cstdio>
+#include <fstream>
+#include <iterator>
+#include <sstream>
+#include <string>
+
+#include <errshim/catalog.hpp>
+
+int main(int argc, char** argv) {
+  if (argc != 2) {
+    std::fprintf(stderr, "usage: errshim_embed_snapshot OUT.cpp\n");
+    return 2;
+  }
+  std::string snapshot;
+  try {
+    snapshot = errshim::CatalogBuilder().add_embedded().build()->snapshot();
+  } catch (const errshim::catalog_error& e) {
+    for (const errshim::Problem& p : e.problems()) std::fprintf(stderr, "%s\n", p.to_string().c_str());
+    std::fprintf(stderr, "errshim_embed_snapshot: the catalog in patterns/ has %zu problem(s); fix them to build\n",
+                 e.problems().size());
+    return 1;
+  }
+  std::ostringstream out;
+  out << "// Generated at build time by cmake/embed_snapshot.cpp from patterns/*.yaml. Do not edit.\n"
+         "#include \"embedded_catalog.hpp\"\n"
+         "namespace errshim::detail {\n"
+         "namespace {\n"
+         "const char snapshot[] = {";
+  static const char hex[] = "0123456789abcdef";
+  for (std::size_t i = 0; i < snapshot.size(); ++i) {
+    const auto b = static_cast<unsigned char>(snapshot[i]);
+    out << (i % 24 == 0 ? "\n" : "") << "'\\x" << hex[b >> 4] << hex[b & 15] << "',";
+  }
+  out << "\n};\n"
+         "}  // namespace\n"
+         "const EmbeddedCatalog& embedded_catalog() {\n"
+         "  static const EmbeddedCatalog catalog{{}, std::string_view(snapshot, sizeof snapshot)};\n"
+         "  return catalog;\n"
+         "}\n"
+         "}  // namespace errshim::detail\n";
+  const std::string text = out.str();
+  // Rewritten only when it changed: the library is not recompiled for a
+  // source change that leaves the catalog as it was.
+  {
+    std::ifstream old(argv[1], std::ios::binary);
+    if (old && std::string(std::istreambuf_iterator<char>(old), {}) == text) return 0;
+  }
+  const std::string tmp = std::string(argv[1]) + ".tmp";
+  {
+    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
+    f << text;
+    if (!f.flush()) {
+      std::fprintf(stderr, "errshim_embed_snapshot: cannot write %s\n", tmp.c_str());
+      return 1;
+    }
+  }
+  if (std::rename(tmp.c_str(), argv[1]) != 0) {
+    std::fprintf(stderr, "errshim_embed_snapshot: cannot write %s\n", argv[1]);
+    return 1;
+  }
+  return 0;
+}
