@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <cstdio>
 #include <cstring>
 #include <string>
 #include <thread>
@@ -187,6 +188,42 @@ TEST(CApi, CatalogLayers) {
   Str err4;
   EXPECT_EQ(errshim_catalog_add_path(c.p, "/nonexistent/errshim", &err4.p), ERRSHIM_CATALOG_ERROR);
   EXPECT_NE(err4.str().find("/nonexistent/errshim"), std::string::npos) << err4.str();
+}
+
+TEST(CApi, LoadsACatalogSnapshotByPath) {
+  // A snapshot written by `errshim snapshot` (here by the C++ API) loads
+  // through add_path like a YAML file; a damaged one is refused by name.
+  const std::string dir = ::testing::TempDir();
+  const std::string good = dir + "/capi_test.snapshot", bad = dir + "/capi_test_damaged.snapshot";
+  using errshim::testing::entry_yaml;
+  using errshim::testing::file_yaml;
+  const std::string bytes =
+      errshim::testing::catalog_from(file_yaml(entry_yaml("test.capi.snap", "snapshot entry {n} here")))->snapshot();
+  auto write = [](const std::string& path, const std::string& data) {
+    std::FILE* f = std::fopen(path.c_str(), "wb");
+    ASSERT_NE(f, nullptr) << path;
+    EXPECT_EQ(std::fwrite(data.data(), 1, data.size(), f), data.size());
+    std::fclose(f);
+  };
+  write(good, bytes);
+  write(bad, bytes.substr(0, bytes.size() / 2));
+
+  Cat c;
+  ASSERT_EQ(errshim_catalog_new(0, &c.p, nullptr), ERRSHIM_OK);
+  Str err;
+  ASSERT_EQ(errshim_catalog_add_path(c.p, good.c_str(), &err.p), ERRSHIM_OK) << err.str();
+  EXPECT_EQ(errshim_catalog_size(c.p), 1u);
+  Diag d;
+  const char* message = "snapshot entry 7 here";
+  ASSERT_EQ(errshim_diagnose(c.p, message, ERRSHIM_NUL_TERMINATED, nullptr, &d.p, nullptr), ERRSHIM_OK);
+  ASSERT_NE(d.p, nullptr);
+
+  Str err2;
+  EXPECT_EQ(errshim_catalog_add_path(c.p, bad.c_str(), &err2.p), ERRSHIM_CATALOG_ERROR);
+  EXPECT_NE(err2.str().find("capi_test_damaged.snapshot"), std::string::npos) << err2.str();
+  EXPECT_EQ(errshim_catalog_size(c.p), 1u);
+  std::remove(good.c_str());
+  std::remove(bad.c_str());
 }
 
 TEST(CApi, ContextPicksTheScopedEntry) {

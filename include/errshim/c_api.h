@@ -73,8 +73,9 @@ typedef struct errshim_catalog errshim_catalog;
 /* A new catalog holding the embedded entries (with_embedded != 0) or none. */
 ERRSHIM_C_EXPORT errshim_status errshim_catalog_new(int with_embedded, errshim_catalog** out, char** error);
 
-/* Adds a layer on top: a .yaml or .yml file, or a folder whose YAML files
- * (not recursive) form one layer. An entry whose id already exists replaces
+/* Adds a layer on top: a .yaml or .yml file, a folder whose YAML files
+ * (not recursive) form one layer, or a .snapshot file (`errshim snapshot`:
+ * the same catalog, loaded without parsing YAML, for large catalogs). An entry whose id already exists replaces
  * it. When the layer does not load, the catalog stays as it was. Each add
  * builds the catalog again from all its layers (files are read again), so
  * add everything at start-up rather than per request. */

@@ -259,8 +259,10 @@ class Catalog:
         return self._handle
 
     def add_path(self, path):
-        """Adds a .yaml file, or a folder of them (one layer). Raises
-        ErrshimError listing every problem; the catalog is then unchanged."""
+        """Adds a .yaml file, a folder of them (one layer), or a .snapshot
+        file written by `errshim snapshot` (loads without parsing YAML).
+        Raises ErrshimError listing every problem; the catalog is then
+        unchanged."""
         error = ctypes.c_void_p()
         path = path if isinstance(path, (str, bytes)) else str(path)  # os.PathLike
         code = _library().errshim_catalog_add_path(self._h(), _bytes(path, "path"), ctypes.byref(error))
