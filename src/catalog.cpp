@@ -1,7 +1,9 @@
 #include "errshim/catalog.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <fstream>
+#include <random>
 #include <sstream>
 #include <unordered_map>
 #include <unordered_set>
@@ -12,6 +14,7 @@
 #include "embedded_catalog.hpp"
 #include "matcher.hpp"
 #include "snapshot.hpp"
+#include "errshim/version.hpp"
 
 namespace errshim {
 
@@ -121,6 +124,11 @@ CatalogBuilder& CatalogBuilder::add_yaml(std::string text, std::string name) {
   return *this;
 }
 
+CatalogBuilder& CatalogBuilder::cache_in(std::filesystem::path dir) {
+  cache_dir_ = std::move(dir);
+  return *this;
+}
+
 CatalogBuilder& CatalogBuilder::add_snapshot(std::string bytes, std::string name) {
   sources_.push_back({Source::Kind::snapshot, {}, std::move(bytes), std::move(name)});
   return *this;
@@ -189,6 +197,45 @@ std::vector<File> layer_files(const std::filesystem::path& path, std::vector<Pro
 
 }  // namespace
 
+namespace {
+// The cache entry of a layer: a hash of the errshim version and of each
+// file's name and bytes.
+std::string cache_name(const std::vector<File>& files) {
+  std::uint64_t h = detail::snapshot_checksum(version());
+  for (const File& f : files) {
+    h = (h ^ detail::snapshot_checksum(f.name)) * 0x9E3779B97F4A7C15ull;
+    h = (h ^ detail::snapshot_checksum(f.text())) * 0x9E3779B97F4A7C15ull;
+  }
+  return fmt::format("{:016x}.snapshot", h);
+}
+
+// Best effort, atomically (a temporary file renamed over the entry): a
+// reader sees a whole snapshot or none, and a failure only costs the next
+// build a YAML parse.
+void write_cache(const std::filesystem::path& path, const std::vector<std::shared_ptr<const Entry>>& entries) {
+  try {
+    std::error_code ec;
+    std::filesystem::create_directories(path.parent_path(), ec);
+    const std::string bytes = detail::write_snapshot(entries, detail::plan_matching(entries));
+    std::filesystem::path tmp = path;
+    // Unique per writer: processes sharing the cache may write one entry at once.
+    tmp += fmt::format(".{:x}{:x}.tmp", std::random_device{}(),
+                       std::chrono::steady_clock::now().time_since_epoch().count());
+    {
+      std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+      if (!out.write(bytes.data(), static_cast<std::streamsize>(bytes.size())) || !out.flush()) {
+        out.close();
+        std::filesystem::remove(tmp, ec);
+        return;
+      }
+    }
+    std::filesystem::rename(tmp, path, ec);
+    if (ec) std::filesystem::remove(tmp, ec);
+  } catch (const std::exception&) {
+  }
+}
+}  // namespace
+
 CatalogPtr CatalogBuilder::build() const {
   std::vector<Problem> problems;
   std::vector<std::shared_ptr<const Entry>> entries;
@@ -202,10 +249,10 @@ CatalogPtr CatalogBuilder::build() const {
 
   for (const Source& src : sources_) {
     std::unordered_set<std::string_view> layer_ids;  // defined by this layer so far
-    auto add_layer_entries = [&](std::vector<std::shared_ptr<const Entry>> parsed) {
+    auto add_layer_entries = [&](const std::vector<std::shared_ptr<const Entry>>& parsed) {
       index.reserve(index.size() + parsed.size());
       layer_ids.reserve(layer_ids.size() + parsed.size());
-      for (std::shared_ptr<const Entry>& shared : parsed) {
+      for (const std::shared_ptr<const Entry>& shared : parsed) {
         const Entry& e = *shared;
         if (layer_ids.count(e.id) != 0) {
           const Location& first = entries[index.at(e.id)]->where;
@@ -218,11 +265,11 @@ CatalogPtr CatalogBuilder::build() const {
         if (auto it = index.find(id); it != index.end()) {
           const std::size_t at = it->second;
           index.erase(it);  // its key views the id of the entry replaced
-          entries[at] = std::move(shared);
+          entries[at] = shared;
           index.emplace(id, at);
         } else {
           index.emplace(id, entries.size());
-          entries.push_back(std::move(shared));
+          entries.push_back(shared);
         }
         layer_ids.insert(id);
       }
@@ -254,13 +301,30 @@ CatalogPtr CatalogBuilder::build() const {
       case Source::Kind::text: files.push_back({src.name, {}, src.text}); break;
       case Source::Kind::snapshot: add_snapshot_entries(detail::read_snapshot(src.text, src.name, problems)); break;
     }
+    if (files.empty()) continue;
+    // A cached snapshot of exactly these bytes stands in for parsing them.
+    std::filesystem::path cached;
+    if (!cache_dir_.empty()) {
+      cached = cache_dir_ / cache_name(files);
+      std::string bytes;
+      std::vector<Problem> unusable;  // a bad cache entry is parsed around, not reported
+      if (read_file(cached, bytes)) {
+        detail::Snapshot snap = detail::read_snapshot(bytes, cached.string(), unusable);
+        if (unusable.empty()) {
+          add_snapshot_entries(std::move(snap));
+          continue;
+        }
+      }
+    }
+    const std::size_t problems_before = problems.size();
+    std::vector<std::shared_ptr<const Entry>> layer;
     for (const File& f : files) {
       std::vector<Entry> parsed = detail::parse_catalog(f.text(), f.name, problems);
-      std::vector<std::shared_ptr<const Entry>> shared;
-      shared.reserve(parsed.size());
-      for (Entry& e : parsed) shared.push_back(std::make_shared<const Entry>(std::move(e)));
-      add_layer_entries(std::move(shared));
+      layer.reserve(layer.size() + parsed.size());
+      for (Entry& e : parsed) layer.push_back(std::make_shared<const Entry>(std::move(e)));
     }
+    add_layer_entries(layer);
+    if (!cached.empty() && problems.size() == problems_before) write_cache(cached, layer);
   }
   auto impl = std::make_unique<Catalog::Impl>(std::move(entries), problems, std::move(plan));
   if (!problems.empty()) throw catalog_error(std::move(problems));

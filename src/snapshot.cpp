@@ -346,6 +346,8 @@ void Reader::entry(Entry& e) {
 
 }  // namespace
 
+std::uint64_t snapshot_checksum(std::string_view bytes) { return checksum(bytes); }
+
 std::string write_snapshot(const std::vector<std::shared_ptr<const Entry>>& entries, const MatchPlan& plan) {
   Writer w;
   for (char c : kMagic) w.u8(static_cast<std::uint8_t>(c));

@@ -16,6 +16,7 @@
 // damaged snapshot is refused with a problem, never misread.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -33,6 +34,10 @@ struct Snapshot {
   std::vector<std::shared_ptr<const Entry>> entries;
   MatchPlan plan;  // one item per entry
 };
+
+// The 64-bit checksum a snapshot ends with, of any bytes (the catalog cache
+// names its entries with it).
+std::uint64_t snapshot_checksum(std::string_view bytes);
 
 // What a snapshot holds; on any problem, nothing and one problem naming `name`.
 Snapshot read_snapshot(std::string_view bytes, const std::string& name, std::vector<Problem>& problems);

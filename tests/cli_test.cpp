@@ -213,6 +213,25 @@ TEST(Cli, SnapshotLoadsAsACatalogAndAnswersAlike) {
   EXPECT_NE(r.out.find(broken.string()), std::string::npos) << r.out;
 }
 
+TEST(Cli, CacheKeepsASnapshotOfEachYamlLayer) {
+  const auto dir = std::filesystem::temp_directory_path() / "errshim_cli_cache";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir / "cache");
+  const auto user = dir / "user.yaml";
+  std::ofstream(user) << errshim::testing::file_yaml(errshim::testing::entry_yaml("user.cached", "my cached failure"));
+  const std::string args = "explain --json --cache " + (dir / "cache").string() + " --catalog " + user.string() + " ";
+  const CliRun first = cli(args + quote("my cached failure"));
+  EXPECT_EQ(first.code, 0);
+  std::size_t entries = 0;
+  for (const auto& e : std::filesystem::directory_iterator(dir / "cache")) entries += e.path().extension() == ".snapshot";
+  EXPECT_EQ(entries, 1u);
+  const CliRun second = cli(args + quote("my cached failure"));  // from the cache
+  EXPECT_EQ(second.code, 0);
+  EXPECT_EQ(second.out, first.out);
+  EXPECT_EQ(cli("explain --cache", "", Stderr::merge).code, 2);  // needs a DIR
+  std::filesystem::remove_all(dir);
+}
+
 TEST(Cli, VersionAndHelp) {
   EXPECT_EQ(cli("--version").out.rfind("errshim ", 0), 0u);
   const CliRun h = cli("--help");

@@ -65,6 +65,8 @@ usage:
 options:
   --catalog PATH   add a catalog file (.yaml, .yml, .snapshot) or folder on top of the embedded one
                    (entries with an existing id replace it); repeatable
+  --cache DIR      keep a snapshot of each --catalog YAML layer in DIR and read it back while the
+                   layer's bytes are unchanged (large catalogs: no YAML parse after the first run)
   --context K=V,.. what you know of where the error happened, e.g.
                    transformers=4.57,device=metal: entries scoped to other
                    versions or devices are passed over
@@ -91,6 +93,7 @@ struct Args {
   std::string allow;
   std::vector<std::string> pins;
   std::vector<std::string> catalogs;
+  std::string cache;  // --cache DIR
   errshim::Context context;
   std::vector<std::string> positional;
 };
@@ -134,6 +137,10 @@ Args parse(int argc, char** argv) {
       } catch (const std::invalid_argument& e) {
         throw usage_error(e.what());
       }
+    } else if (s == "--cache" || s.rfind("--cache=", 0) == 0) {
+      if (s == "--cache" && i + 1 >= args.size()) throw usage_error("--cache needs a DIR");
+      a.cache = s == "--cache" ? args[++i] : s.substr(8);
+      if (a.cache.empty()) throw usage_error("--cache needs a DIR");
     } else if (s == "--catalog" || s.rfind("--catalog=", 0) == 0) {
       if (s == "--catalog") {
         if (i + 1 >= args.size()) throw usage_error("--catalog needs a PATH");
@@ -153,6 +160,7 @@ errshim::CatalogPtr catalog_for(const Args& a) {
   errshim::CatalogBuilder b;
   b.add_embedded();
   for (const auto& c : a.catalogs) b.add_path(c);
+  if (!a.cache.empty()) b.cache_in(a.cache);
   return b.build();
 }
 

