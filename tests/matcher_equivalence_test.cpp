@@ -3,10 +3,12 @@
 // Checked on the shipped catalog with every example in it, and on generated
 // catalogs built to make several entries match one message (generic
 // entries, priorities, `unless`, scopes, raw patterns the analysis gives up
-// on, backreferences, multi-line placeholders).
+// on, backreferences, multi-line placeholders), and on a large one whose
+// near-duplicate templates share their literals.
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <map>
 #include <optional>
 #include <thread>
 
@@ -124,6 +126,40 @@ void check_generated(bool adversarial, std::uint64_t seed) {
 TEST(MatcherEquivalence, GeneratedAdversarialCatalog) { check_generated(true, 1); }
 TEST(MatcherEquivalence, GeneratedAdversarialCatalogOtherSeed) { check_generated(true, 2); }
 TEST(MatcherEquivalence, GeneratedPlainCatalog) { check_generated(false, 3); }
+
+TEST(MatcherEquivalence, CrowdedKeysAtTwentyThousandEntries) {
+  // At this size near-duplicate templates share their chosen literal, and
+  // the index filters those groups by each member's second literal
+  // (Matcher::collect). Messages for members of such groups, and near
+  // misses of them, must get the naive loop's answer.
+  const synth::SynthCatalog cat = synth::generate_catalog(20000, 5);
+  const auto entries = synth::to_entries(cat);
+  std::vector<Problem> problems;
+  const Matcher m(entries, problems);
+  ASSERT_TRUE(problems.empty()) << problems.front().to_string();
+  const detail::MatchPlan plan = detail::plan_matching(entries);
+  std::map<std::string, std::size_t> group;
+  for (const auto& item : plan.items) ++group[item.key.text];
+  std::vector<std::size_t> crowded;
+  for (std::size_t i = 0; i < entries.size(); ++i) {
+    const auto& key = plan.items[i].key;
+    if (!key.text.empty() && group[key.text] >= 4 && key.also.size() >= 11) crowded.push_back(i);
+  }
+  ASSERT_GT(crowded.size(), 200u);
+  synth::Rng r(17);
+  std::size_t matched = 0, failures = 0;
+  for (int i = 0; i < 120 && failures < 5; ++i) {
+    const synth::SynthEntry& e = cat.entries[crowded[r.below(crowded.size())]];
+    std::string msg = synth::message_for(e, r);
+    if (i % 3 == 1) msg[r.below(msg.size())] ^= 0x20;  // a near miss
+    if (i % 3 == 2) msg += "\n" + synth::message_for(cat.entries[crowded[r.below(crowded.size())]], r);
+    msg = synth::wrap(msg, synth::Size::short_, r);
+    const MatchResult fast = m.match(msg, {});
+    failures += !same(fast, m.match_naive(msg, {}), msg);
+    matched += fast.diagnosis.has_value();
+  }
+  EXPECT_GT(matched, 60u);
+}
 
 TEST(MatcherEquivalence, RegexesCompileLazilyAndAllAtOnceForLint) {
   const synth::SynthCatalog cat = synth::generate_catalog(300, 4, true);
