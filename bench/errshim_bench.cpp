@@ -294,11 +294,14 @@ Fixture& fixture(std::size_t n) {
   {
     const std::vector<std::string> files = synth::to_yaml_files(f->cat);
     errshim::CatalogPtr cat;
-    const auto [yms, ymb] = measure_load([&] {
+    auto yaml_builder = [&files] {
       errshim::CatalogBuilder b;
       for (std::size_t i = 0; i < files.size(); ++i) b.add_yaml(files[i], "synthetic-" + std::to_string(i) + ".yaml");
+      return b;
+    };
+    const auto [yms, ymb] = measure_load([&] {
       try {
-        cat = b.build();
+        cat = yaml_builder().build();
       } catch (const errshim::catalog_error& e) {
         f->errshim_load.error = e.what();
       }
@@ -311,11 +314,7 @@ Fixture& fixture(std::size_t n) {
       const std::filesystem::path cache =
           std::filesystem::temp_directory_path() / ("errshim_bench_cache_" + std::to_string(n));
       std::filesystem::remove_all(cache);
-      auto cached_build = [&] {
-        errshim::CatalogBuilder b;
-        for (std::size_t i = 0; i < files.size(); ++i) b.add_yaml(files[i], "synthetic-" + std::to_string(i) + ".yaml");
-        return b.cache_in(cache).build();
-      };
+      auto cached_build = [&] { return yaml_builder().cache_in(cache).build(); };
       cat.reset();
       cat = cached_build();
       cat.reset();

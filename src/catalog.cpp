@@ -224,11 +224,12 @@ std::string cache_name(const std::vector<File>& files) {
 // Best effort, atomically (a temporary file renamed over the entry): a
 // reader sees a whole snapshot or none, and a failure only costs the next
 // build a YAML parse.
-void write_cache(const std::filesystem::path& path, const std::vector<std::shared_ptr<const Entry>>& entries) {
+void write_cache(const std::filesystem::path& path, const std::vector<std::shared_ptr<const Entry>>& entries,
+                 const detail::MatchPlan& plan) {
   try {
     std::error_code ec;
     std::filesystem::create_directories(path.parent_path(), ec);
-    const std::string bytes = detail::write_snapshot(entries, detail::plan_matching(entries));
+    const std::string bytes = detail::write_snapshot(entries, plan);
     std::filesystem::path tmp = path;
     // Unique per writer: processes sharing the cache may write one entry at once.
     tmp += fmt::format(".{:x}{:x}.tmp", std::random_device{}(),
@@ -288,7 +289,7 @@ CatalogPtr CatalogBuilder::build() const {
     };
     auto add_snapshot_entries = [&](detail::Snapshot snap) {
       if (sources_.size() == 1) plan = std::move(snap.plan);
-      add_layer_entries(std::move(snap.entries));
+      add_layer_entries(snap.entries);
     };
     std::vector<File> files;
     switch (src.kind) {
@@ -336,7 +337,12 @@ CatalogPtr CatalogBuilder::build() const {
       for (Entry& e : parsed) layer.push_back(std::make_shared<const Entry>(std::move(e)));
     }
     add_layer_entries(layer);
-    if (!cached.empty() && problems.size() == problems_before) write_cache(cached, layer);
+    if (!cached.empty() && problems.size() == problems_before) {
+      detail::MatchPlan layer_plan = detail::plan_matching(layer);
+      write_cache(cached, layer, layer_plan);
+      // The layer is the whole catalog: the matcher need not plan it again.
+      if (sources_.size() == 1) plan = std::move(layer_plan);
+    }
   }
   auto impl = std::make_unique<Catalog::Impl>(std::move(entries), problems, std::move(plan));
   if (!problems.empty()) throw catalog_error(std::move(problems));

@@ -153,10 +153,9 @@ Matcher::Matcher(std::vector<std::shared_ptr<const Entry>> entries, std::vector<
   }
 
   // Entries sharing a literal share one key in the index.
-  constexpr std::uint32_t kNone = std::numeric_limits<std::uint32_t>::max();
   std::vector<std::string> keys;
   std::vector<std::uint32_t> anchors;
-  std::vector<std::uint32_t> key_of(n, kNone);
+  std::vector<std::uint32_t> key_of(n, kNoKey);
   std::unordered_map<std::string_view, std::uint32_t> key_ids;
   key_ids.reserve(n);
   auto key_id = [&](const std::string& text, std::uint32_t anchor) {
@@ -182,11 +181,11 @@ Matcher::Matcher(std::vector<std::shared_ptr<const Entry>> entries, std::vector<
   // too, so a member is a candidate only when both occur.
   std::vector<std::uint32_t> group_size(keys.size(), 0);
   for (std::size_t i = 0; i < n; ++i)
-    if (key_of[i] != kNone) ++group_size[key_of[i]];
-  std::vector<std::uint32_t> also_of(n, kNone);
+    if (key_of[i] != kNoKey) ++group_size[key_of[i]];
+  std::vector<std::uint32_t> also_of(n, kNoKey);
   for (std::size_t i = 0; i < n; ++i) {
     const std::string& also = plan.items[i].key.also;
-    if (key_of[i] != kNone && group_size[key_of[i]] >= kCrowdedGroup && also.size() >= LiteralIndex::kMainLaneKey)
+    if (key_of[i] != kNoKey && group_size[key_of[i]] >= kCrowdedGroup && also.size() >= LiteralIndex::kMainLaneKey)
       also_of[i] = key_id(also, plan.items[i].also_anchor);
   }
   key_ids.clear();
@@ -198,18 +197,18 @@ Matcher::Matcher(std::vector<std::shared_ptr<const Entry>> entries, std::vector<
   std::vector<bool> unindexed(keys.size(), false);
   for (std::size_t k : index_.unindexed()) unindexed[k] = true;
   for (std::size_t i = 0; i < n; ++i) {
-    if (key_of[i] != kNone && unindexed[key_of[i]]) key_of[i] = kNone;
-    if (key_of[i] == kNone) always_.push_back(static_cast<std::uint32_t>(i));
-    if (key_of[i] == kNone || (also_of[i] != kNone && unindexed[also_of[i]])) also_of[i] = kNone;
+    if (key_of[i] != kNoKey && unindexed[key_of[i]]) key_of[i] = kNoKey;
+    if (key_of[i] == kNoKey) always_.push_back(static_cast<std::uint32_t>(i));
+    if (key_of[i] == kNoKey || (also_of[i] != kNoKey && unindexed[also_of[i]])) also_of[i] = kNoKey;
   }
   key_entry_begin_.assign(keys.size() + 1, 0);
   for (std::size_t i = 0; i < n; ++i)
-    if (key_of[i] != kNone) ++key_entry_begin_[key_of[i] + 1];
+    if (key_of[i] != kNoKey) ++key_entry_begin_[key_of[i] + 1];
   for (std::size_t k = 0; k < keys.size(); ++k) key_entry_begin_[k + 1] += key_entry_begin_[k];
   key_entries_.resize(key_entry_begin_.back());
   std::vector<std::uint32_t> fill(key_entry_begin_.begin(), key_entry_begin_.end() - 1);
   for (std::size_t i = 0; i < n; ++i)
-    if (key_of[i] != kNone) key_entries_[fill[key_of[i]]++] = {also_of[i], static_cast<std::uint32_t>(i)};
+    if (key_of[i] != kNoKey) key_entries_[fill[key_of[i]]++] = {also_of[i], static_cast<std::uint32_t>(i)};
   // Each group by second literal, those without last: collect() looks a
   // literal up in a group by binary search.
   for (std::size_t k = 0; k < keys.size(); ++k)
@@ -225,7 +224,7 @@ std::string_view Matcher::also(std::size_t index) const noexcept {
 
 std::string_view Matcher::literal(std::size_t index) const noexcept {
   const std::uint32_t k = entry_key_[index];
-  return k == std::numeric_limits<std::uint32_t>::max() ? std::string_view() : index_.key(k);
+  return k == kNoKey ? std::string_view() : index_.key(k);
 }
 
 void Matcher::compile(std::size_t index) const {

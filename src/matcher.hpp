@@ -116,7 +116,7 @@ class Matcher {
   class Run;    // one match() call: the best hit so far and its problems
   struct Candidate;
 
-  static constexpr std::uint32_t kNoKey = 0xFFFFFFFFu;
+  static constexpr std::uint32_t kNoKey = 0xFFFFFFFFu;  // an entry without a (second) literal in the index
   // Groups with this many entries sharing a key are filtered by their
   // members' second literals in the index too (collect()).
   static constexpr std::uint32_t kCrowdedGroup = 4;

@@ -387,6 +387,8 @@ Snapshot read_snapshot(std::string_view bytes, const std::string& name, std::vec
     Reader tail(bytes.substr(bytes.size() - 8));
     if (static_cast<std::uint64_t>(tail.i64()) != checksum(bytes.substr(0, bytes.size() - 8)))
       r.fail(body, "its checksum does not match its contents (damaged or cut short): rebuild the snapshot");
+    // The body without the checksum, from the same byte as `r`, so offsets
+    // in problems stay those of the file; the header is already checked.
     Reader in(bytes.substr(kMagic.size(), body));
     in.u32();
     in.str();
