@@ -142,6 +142,7 @@ double clock_overhead_ns() {
   return overhead;
 }
 
+#if defined(ERRSHIM_BENCH_HYPERSCAN) || defined(ERRSHIM_BENCH_RE2)
 // Boost perl syntax as the catalog writes it -> what Hyperscan / RE2 read.
 // Captures are Boost's job here, so groups become non-capturing; a
 // backreference becomes "any text on the line", a superset Boost then checks.
@@ -167,6 +168,7 @@ std::string for_comparator(const std::string& re) {
   }
   return out;
 }
+#endif
 
 // ------------------------------------------------------------------ fixtures
 

@@ -77,6 +77,7 @@ endif()
 
 # The Python package on real Python exceptions, against this build's library.
 find_package(Python3 COMPONENTS Interpreter)
+errshim_optional_part("Python binding tests" "${Python3_Interpreter_FOUND}")
 if(Python3_Interpreter_FOUND)
   add_test(NAME python.unittest
            COMMAND ${Python3_EXECUTABLE} -m unittest discover -s tests -v
@@ -89,8 +90,9 @@ else()
 endif()
 
 # The Rust example: extern "C" declarations, no crates, built by rustc alone.
-find_program(ERRSHIM_RUSTC rustc)
-if(ERRSHIM_RUSTC)
+find_package(Rustc QUIET)
+errshim_optional_part("Rust example" "${Rustc_FOUND}")
+if(Rustc_FOUND)
   # In a folder of its own: a file named like its target confuses make.
   set(_errshim_rust_example ${PROJECT_BINARY_DIR}/examples/rust/errshim_rust_example)
   add_custom_command(
@@ -99,7 +101,7 @@ if(ERRSHIM_RUSTC)
     # MAKEFLAGS names make's jobserver, whose descriptors a custom command
     # does not inherit; rustc would warn about it.
     COMMAND ${CMAKE_COMMAND} -E env --unset=MAKEFLAGS --unset=MFLAGS --unset=CARGO_MAKEFLAGS
-            ${ERRSHIM_RUSTC} --edition 2021 --crate-name errshim_rust_example --crate-type bin
+            ${Rustc_EXECUTABLE} --edition 2021 --crate-name errshim_rust_example --crate-type bin
             -L native=$<TARGET_FILE_DIR:errshim_c> -l dylib=errshim_c
             -C link-arg=-Wl,-rpath,$<TARGET_FILE_DIR:errshim_c>
             -o ${_errshim_rust_example} ${PROJECT_SOURCE_DIR}/examples/rust/main.rs

@@ -1,20 +1,83 @@
 #!/usr/bin/env bash
 # The whole test suite, as CI runs it (.ci/run calls this, and README shows
-# it): install what is missing, build with warnings as errors, run every test;
-# then the C++ suite again under AddressSanitizer + UndefinedBehaviorSanitizer,
-# and each fuzz target for about a minute.
+# it). Every build has warnings as errors and its own folder, so build/
+# (README command 1, or yours) is never reconfigured or rebuilt here.
+#
+#   1. build-check/          what a fresh machine gets from the set-up line
+#                            below (libtorch, no benchmark comparator), CI's
+#                            build type; every test.
+#   2. build-check-minimal/  no optional package at all (no libtorch, Google
+#                            Benchmark, Hyperscan, RE2, Python, rustc): each
+#                            must only skip its own part; every test left
+#                            but the package tests (step 1 ran them).
+#   3. build-check-release/  Release with every optional comparator
+#                            (Hyperscan, RE2): the build users and packagers
+#                            make; unit tests and a short benchmark run.
+#   4. the C++ suite under ASan + UBSan (scripts/sanitize.sh asan).
+#   5. each fuzz target for about a minute (scripts/fuzz.sh smoke).
+#
+# A machine that had optional packages installed by hand still builds 1 and
+# 2 without them: they are switched off with CMAKE_DISABLE_FIND_PACKAGE_*.
+# Environment: CHECK_JOBS (2); CHECK_ONLY=1,2,... to run some steps only.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+jobs=${CHECK_JOBS:-2}
+only=",${CHECK_ONLY:-1,2,3,4,5},"
 
-scripts/setup.sh --with-torch --with-fuzz
-cmake -S . -B build -DERRSHIM_WERROR=ON
-cmake --build build -j2
-ctest --test-dir build --output-on-failure -j2
+step() { [[ $only == *",$1,"* ]]; }
+banner() { printf '\n==== check %s\n' "$*"; }
+configure() {  # configure DIR ARGS...: with ccache when the machine has it
+  local dir=$1; shift
+  local launcher=()
+  command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+  cmake -S . -B "$dir" -DERRSHIM_WERROR=ON "${launcher[@]}" "$@"
+}
 
-# The C++ suite (unit, cli, sample, torch) under ASan + UBSan; see the
-# script for why the package, Python and Rust tests are left out.
-scripts/sanitize.sh asan
+# --with-ci: ccache, so builds 1-3 share the objects they have in common.
+scripts/setup.sh --with-torch --with-fuzz --with-ci
 
-# Each fuzz target for about a minute: a fixed seed and run count from the
-# seed corpus, so a finding here reproduces with `scripts/fuzz.sh smoke`.
-scripts/fuzz.sh smoke
+if step 1; then
+  banner "1/5: fresh-machine configuration (RelWithDebInfo, no comparators)"
+  configure build-check -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    -DCMAKE_DISABLE_FIND_PACKAGE_Hyperscan=ON -DCMAKE_DISABLE_FIND_PACKAGE_RE2=ON
+  cmake --build build-check -j"$jobs"
+  ctest --test-dir build-check --output-on-failure -j"$jobs"
+fi
+
+if step 2; then
+  banner "2/5: no optional package (RelWithDebInfo)"
+  # (Hyperscan and RE2 are named although bench/ is skipped without Google
+  # Benchmark: so the step stays minimal if that ever changes.)
+  configure build-check-minimal --no-warn-unused-cli -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    -DCMAKE_DISABLE_FIND_PACKAGE_Torch=ON -DCMAKE_DISABLE_FIND_PACKAGE_benchmark=ON \
+    -DCMAKE_DISABLE_FIND_PACKAGE_Hyperscan=ON -DCMAKE_DISABLE_FIND_PACKAGE_RE2=ON \
+    -DCMAKE_DISABLE_FIND_PACKAGE_Python3=ON -DCMAKE_DISABLE_FIND_PACKAGE_Rustc=ON
+  cmake --build build-check-minimal -j"$jobs"
+  # The package tests install and rebuild the library: step 1 ran them.
+  ctest --test-dir build-check-minimal --output-on-failure -j"$jobs" -LE package
+fi
+
+if step 3; then
+  banner "3/5: Release, every optional comparator"
+  scripts/setup.sh --with-bench
+  configure build-check-release -DCMAKE_BUILD_TYPE=Release
+  cmake --build build-check-release -j"$jobs"
+  ctest --test-dir build-check-release --output-on-failure -j"$jobs" -L unit
+  # The comparators run, not only compile: one short row each.
+  build-check-release/bench/errshim_bench --quick --sizes=100 \
+    --benchmark_filter='^latency/(errshim|hyperscan|re2set)/100/short/hit$' --benchmark_min_time=0.01
+fi
+
+if step 4; then
+  banner "4/5: ASan + UBSan"
+  # The C++ suite (unit, cli, sample, torch) under ASan + UBSan; see the
+  # script for why the package, Python and Rust tests are left out.
+  scripts/sanitize.sh asan
+fi
+
+if step 5; then
+  banner "5/5: fuzz smoke"
+  # A fixed seed and run count from the seed corpus, so a finding here
+  # reproduces with `scripts/fuzz.sh smoke`.
+  scripts/fuzz.sh smoke
+fi

@@ -1,6 +1,11 @@
 #!/usr/bin/env bash
 # Installs the Debian 12 packages errshim needs, only those missing, so a
-# second run costs nothing. Usage: scripts/setup.sh [--with-torch] [--with-fuzz]
+# second run costs nothing.
+# Usage: scripts/setup.sh [--with-torch] [--with-fuzz] [--with-bench] [--with-ci]
+#   --with-torch  libtorch, for the samples and tests on a real inference layer
+#   --with-fuzz   clang and libFuzzer's runtime, for scripts/fuzz.sh and sanitizers
+#   --with-bench  Hyperscan and RE2, the benchmark's comparators
+#   --with-ci     ccache, so scripts/check.sh's builds share their common objects
 set -euo pipefail
 
 packages=(g++ cmake make pkg-config
@@ -11,7 +16,8 @@ for arg in "$@"; do
     --with-torch) packages+=(libtorch-dev) ;;
     --with-fuzz)  packages+=(clang libclang-rt-14-dev) ;;
     --with-bench) packages+=(libhyperscan-dev libre2-dev) ;;
-    *) echo "setup.sh: unknown option '$arg' (try --with-torch, --with-fuzz, --with-bench)" >&2; exit 2 ;;
+    --with-ci)    packages+=(ccache) ;;
+    *) echo "setup.sh: unknown option '$arg' (try --with-torch, --with-fuzz, --with-bench, --with-ci)" >&2; exit 2 ;;
   esac
 done
 

@@ -13,6 +13,7 @@
 #include "catalog_loader.hpp"
 #include "embedded_catalog.hpp"
 #include "matcher.hpp"
+#include "problem.hpp"
 #include "snapshot.hpp"
 #include "errshim/version.hpp"
 
@@ -184,25 +185,25 @@ std::vector<File> layer_files(const std::filesystem::path& path, std::vector<Pro
     std::vector<fs::path> found;
     for (const auto& de : fs::directory_iterator(path, ec))
       if (de.is_regular_file() && is_yaml(de.path())) found.push_back(de.path());
-    if (ec) problems.push_back({{name}, "", fmt::format("cannot list the folder: {}", ec.message())});
+    if (ec) problems.push_back(detail::file_problem(name, fmt::format("cannot list the folder: {}", ec.message())));
     std::sort(found.begin(), found.end());
     if (found.empty() && !ec)
-      problems.push_back({{name}, "", "the folder holds no .yaml or .yml catalog files"});
+      problems.push_back(detail::file_problem(name, "the folder holds no .yaml or .yml catalog files"));
     for (const fs::path& p : found) {
       File f{p.string(), {}, {}};
       if (read_file(p, f.owned))
         files.push_back(std::move(f));
       else
-        problems.push_back({{f.name}, "", "cannot read the file"});
+        problems.push_back(detail::file_problem(f.name, "cannot read the file"));
     }
   } else if (fs::exists(path, ec)) {
     File f{name, {}, {}};
     if (read_file(path, f.owned))
       files.push_back(std::move(f));
     else
-      problems.push_back({{name}, "", "cannot read the file"});
+      problems.push_back(detail::file_problem(name, "cannot read the file"));
   } else {
-    problems.push_back({{name}, "", "no such catalog file or folder"});
+    problems.push_back(detail::file_problem(name, "no such catalog file or folder"));
   }
   return files;
 }
@@ -306,7 +307,7 @@ CatalogPtr CatalogBuilder::build() const {
           if (read_file(src.path, bytes))
             add_snapshot_entries(detail::read_snapshot(bytes, src.name, problems));
           else
-            problems.push_back({{src.name}, "", "cannot read the snapshot file"});
+            problems.push_back(detail::file_problem(src.name, "cannot read the snapshot file"));
         } else {
           files = layer_files(src.path, problems);
         }

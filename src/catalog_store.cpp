@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "errshim/lint.hpp"
+#include "problem.hpp"
 
 namespace errshim {
 
@@ -116,7 +117,7 @@ ReloadReport CatalogStore::load(const CatalogBuilder& builder, const ReloadOptio
   } catch (const std::bad_alloc&) {
     throw;
   } catch (const std::exception& e) {
-    report.problems.push_back({{}, "", fmt::format("the catalog could not be built: {}", e.what())});
+    report.problems.push_back(detail::file_problem({}, fmt::format("the catalog could not be built: {}", e.what())));
     return report;
   }
   // Every regex compiled now: a broken one refuses the reload, and requests

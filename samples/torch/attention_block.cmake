@@ -6,6 +6,11 @@
 # Torch_DIR or CMAKE_PREFIX_PATH point it at another install (e.g. an
 # unpacked libtorch zip).
 find_package(Torch QUIET)
+get_property(_errshim_torch_recorded GLOBAL PROPERTY ERRSHIM_TORCH_RECORDED)
+if(NOT _errshim_torch_recorded AND COMMAND errshim_optional_part)
+  set_property(GLOBAL PROPERTY ERRSHIM_TORCH_RECORDED ON)
+  errshim_optional_part("libtorch samples and tests" "${Torch_FOUND}")
+endif()
 if(NOT Torch_FOUND)
   set(ERRSHIM_HAVE_TORCH OFF)
   return()
