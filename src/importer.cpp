@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cctype>
-#include <cstdint>
 #include <vector>
 
 #include <boost/regex.hpp>
@@ -10,6 +9,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include "errshim/catalog.hpp"
+#include "escape.hpp"
 #include "template.hpp"
 #include "utf8.hpp"
 
@@ -78,35 +78,6 @@ bool clean_text(std::string_view s) {
     if ((c < 0x20 && c != '\n' && c != '\t') || c == 0x7F) return false;
   }
   return detail::valid_utf8(s);
-}
-
-// Text for a YAML comment: a line break would end the comment and turn the
-// rest of the line into YAML. YAML 1.1 readers (PyYAML) also break lines at
-// NEL, LS and PS, and refuse C0/C1 controls anywhere, so those are written as
-// visible escapes (\x0D, \u2028), as are bytes that are not UTF-8.
-std::string comment_text(std::string_view s) {
-  std::string out;
-  out.reserve(s.size());
-  for (std::size_t i = 0; i < s.size();) {
-    const unsigned char c = static_cast<unsigned char>(s[i]);
-    const std::size_t n = detail::utf8_sequence_length(s, i);
-    if (n == 0 || (n == 1 && (c < 0x20 || c == 0x7F))) {
-      out += fmt::format("\\x{:02X}", c);
-      ++i;
-      continue;
-    }
-    std::uint32_t cp = c;
-    if (n == 2) cp = ((c & 0x1Fu) << 6) | (static_cast<unsigned char>(s[i + 1]) & 0x3Fu);
-    if (n == 3)
-      cp = ((c & 0x0Fu) << 12) | ((static_cast<unsigned char>(s[i + 1]) & 0x3Fu) << 6) |
-           (static_cast<unsigned char>(s[i + 2]) & 0x3Fu);
-    if ((cp >= 0x80 && cp <= 0x9F) || cp == 0x2028 || cp == 0x2029 || cp == 0xFFFE || cp == 0xFFFF)
-      out += fmt::format("\\u{:04X}", cp);
-    else
-      out.append(s.substr(i, n));
-    i += n;
-  }
-  return out;
 }
 
 std::string text(const YAML::Node& rec, const RecordRef& r, const char* field, bool required = true) {
@@ -225,7 +196,8 @@ void emit_entry(YAML::Emitter& out, const YAML::Node& rec, const RecordRef& ref,
 
   out << YAML::BeginMap;
   out << YAML::Key << "id" << YAML::Value << id;
-  out << YAML::Comment(comment_text(
+  // The id and URL are the record's: escaped, they cannot end the comment.
+  out << YAML::Comment(detail::escape_controls(
       fmt::format("imported from record {}{}", ref.id.empty() ? "?" : ref.id, url.empty() ? "" : " " + url)));
   out << YAML::Key << "pattern" << YAML::Value << YAML::DoubleQuoted << pattern;
   out << YAML::Key << "source" << YAML::Value << YAML::BeginMap;
@@ -311,7 +283,7 @@ std::vector<YAML::Node> records_of(std::string_view json, const std::string& nam
 std::string import_records(std::string_view json, const std::string& name) {
   const std::vector<YAML::Node> records = records_of(json, name);
   YAML::Emitter out;
-  out << YAML::Comment(comment_text(fmt::format("Imported by errshim import from {}. The cause, trigger and remediation "
+  out << YAML::Comment(detail::escape_controls(fmt::format("Imported by errshim import from {}. The cause, trigger and remediation "
                                                 "text is the error database's (imported: true), not errshim's.",
                                                 name)));
   out << YAML::BeginMap;
