@@ -19,12 +19,8 @@ struct CliRun {
 
 enum class Stderr { discard, merge };
 
-// Runs the CLI through the shell with `input` on standard input.
-CliRun cli(const std::string& args, const std::string& input = "", Stderr err = Stderr::discard) {
-  // One file per process: ctest runs tests of this binary in parallel.
-  const auto in = std::filesystem::temp_directory_path() / ("errshim_cli_stdin." + std::to_string(getpid()) + ".txt");
-  std::ofstream(in, std::ios::binary) << input;
-  const std::string cmd = std::string(ERRSHIM_CLI) + " " + args + " < " + in.string() + (err == Stderr::merge ? " 2>&1" : " 2>/dev/null");
+// Runs a shell command line; its standard output (and what it redirects there).
+CliRun run_shell(const std::string& cmd) {
   CliRun r{-1, {}};
   FILE* p = popen(cmd.c_str(), "r");
   if (!p) return r;
@@ -36,18 +32,21 @@ CliRun cli(const std::string& args, const std::string& input = "", Stderr err = 
   return r;
 }
 
+// Runs the CLI through the shell with `input` on standard input.
+CliRun cli(const std::string& args, const std::string& input = "", Stderr err = Stderr::discard) {
+  // One file per process: ctest runs tests of this binary in parallel.
+  const auto in = std::filesystem::temp_directory_path() / ("errshim_cli_stdin." + std::to_string(getpid()) + ".txt");
+  std::ofstream(in, std::ios::binary) << input;
+  CliRun r = run_shell(std::string(ERRSHIM_CLI) + " " + args + " < " + in.string() +
+                       (err == Stderr::merge ? " 2>&1" : " 2>/dev/null"));
+  std::error_code ec;
+  std::filesystem::remove(in, ec);
+  return r;
+}
+
 // Runs `producer | errshim ARGS` through the shell, standard error merged.
 CliRun piped(const std::string& producer, const std::string& args) {
-  const std::string cmd = producer + " | " + std::string(ERRSHIM_CLI) + " " + args + " 2>&1";
-  CliRun r{-1, {}};
-  FILE* p = popen(cmd.c_str(), "r");
-  if (!p) return r;
-  char buf[4096];
-  std::size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
-  const int status = pclose(p);
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
+  return run_shell(producer + " | " + std::string(ERRSHIM_CLI) + " " + args + " 2>&1");
 }
 
 std::string quote(const std::string& s) {
