@@ -275,7 +275,7 @@ INSTANTIATE_TEST_SUITE_P(
     Cli, CliStdinBound,
     ::testing::Values(BoundCase{"Explain", "explain -", "'tail -c 1M LOG | errshim explain -'"},
                       BoundCase{"ExplainJson", "explain --json -", "'errshim scan LOG'"},
-                      BoundCase{"Fix", "fix --config /nonexistent.json -", "'tail -c 1M LOG | errshim explain -'"},
+                      BoundCase{"Fix", "fix --config /nonexistent.json -", "'tail -c 1M LOG | errshim fix --config FILE -'"},
                       BoundCase{"Import", "import -", "split the records into several files"}),
     [](const ::testing::TestParamInfo<BoundCase>& info) { return std::string(info.param.name); });
 

@@ -172,7 +172,7 @@ errshim::CatalogPtr catalog_for(const Args& a) {
 constexpr std::size_t kMaxReadBytes = 16u << 20;
 
 // All of `in`, or a usage error past kMaxReadBytes saying what to do instead.
-std::string read_bounded(std::istream& in, const std::string& name, const char* instead) {
+std::string read_bounded(std::istream& in, const std::string& name, const std::string& instead) {
   std::string text;
   char buf[64 << 10];
   while (in.read(buf, sizeof buf), in.gcount() > 0) {
@@ -190,8 +190,9 @@ std::string message_of(const Args& a) {
   if (a.positional.empty()) throw usage_error(fmt::format("{} needs a MESSAGE, or '-' to read standard input", a.command));
   if (a.positional.size() == 1 && a.positional[0] == "-")
     return read_bounded(std::cin, "standard input",
-                        "pass the error's last lines instead (e.g. 'tail -c 1M LOG | errshim explain -'), or find the "
-                        "errors in a whole log with 'errshim scan LOG'");
+                        fmt::format("pass the error's last lines instead (e.g. 'tail -c 1M LOG | errshim {}{} -'), or "
+                                    "find the errors in a whole log with 'errshim scan LOG'",
+                                    a.command, a.command == "fix" ? " --config FILE" : ""));
   return fmt::format("{}", fmt::join(a.positional, " "));
 }
 
