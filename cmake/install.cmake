@@ -47,9 +47,36 @@ if(TARGET errshim_c)
           LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT runtime NAMELINK_COMPONENT runtime
           RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT runtime
           ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT devel)
-  # The package finds errshim_c by walking up from itself to <prefix>/lib.
+  # Not a library copied into the source package (the package would load it
+  # before the prefix's), nor a prefix module a test left there.
   install(DIRECTORY ${PROJECT_SOURCE_DIR}/python/errshim DESTINATION ${ERRSHIM_INSTALL_PYTHONDIR} COMPONENT python
-          PATTERN "__pycache__" EXCLUDE)
+          PATTERN "__pycache__" EXCLUDE PATTERN "_install_prefix.py" EXCLUDE PATTERN "*errshim_c*" EXCLUDE)
+  # The package finds errshim_c in the folder the library was installed to,
+  # recorded in errshim/_install_prefix.py relative to the installed package
+  # (a moved prefix still works). Written at install time, when the prefix
+  # (`cmake --install --prefix`) is known. It never searches folders above
+  # itself: a library planted there would run in the host.
+  if(WIN32)
+    set(_errshim_py_libdir ${CMAKE_INSTALL_BINDIR})
+  else()
+    set(_errshim_py_libdir ${CMAKE_INSTALL_LIBDIR})
+  endif()
+  install(CODE "set(_errshim_py_pkg [[${ERRSHIM_INSTALL_PYTHONDIR}/errshim]])
+set(_errshim_py_lib [[${_errshim_py_libdir}]])" COMPONENT python)
+  install(CODE [[
+foreach(_v _errshim_py_pkg _errshim_py_lib)
+  if(NOT IS_ABSOLUTE "${${_v}}")
+    set(${_v} "${CMAKE_INSTALL_PREFIX}/${${_v}}")
+  endif()
+endforeach()
+file(RELATIVE_PATH _errshim_py_rel "${_errshim_py_pkg}" "${_errshim_py_lib}")
+string(REPLACE "\\" "\\\\" _errshim_py_rel "${_errshim_py_rel}")
+string(REPLACE "\"" "\\\"" _errshim_py_rel "${_errshim_py_rel}")
+message(STATUS "Installing: $ENV{DESTDIR}${_errshim_py_pkg}/_install_prefix.py")
+file(WRITE "$ENV{DESTDIR}${_errshim_py_pkg}/_install_prefix.py"
+     "# Written by cmake --install: where errshim_c was installed, relative to this package.\n"
+     "LIBRARY_DIRS = [\"${_errshim_py_rel}\"]\n")
+]] COMPONENT python)
 endif()
 
 # -- the CMake package

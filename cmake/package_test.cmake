@@ -70,8 +70,7 @@ elseif(MODE STREQUAL "python")
   unset(ENV{ERRSHIM_LIBRARY})
   set(ENV{PYTHONPATH} "${PREFIX}/${PYTHONDIR}")
   set(ENV{PYTHONDONTWRITEBYTECODE} 1)
-  set(ENV{ERRSHIM_TEST_PREFIX} "${PREFIX}")
-  run(${PYTHON} -c [=[
+  set(check [=[
 import errshim, os
 d = errshim.diagnose("ValueError: This model does not support the quantized cache. If you want your model to support quantized cache, please open an issue and tag @zucchini-nlp.")
 assert d is not None and d.id == "transformers.generation.quantized_cache_unsupported", d
@@ -79,6 +78,27 @@ prefix = os.path.realpath(os.environ["ERRSHIM_TEST_PREFIX"])
 assert os.path.realpath(errshim.library_path()).startswith(prefix + os.sep), errshim.library_path()
 print("errshim python from the prefix:", errshim.library_path(), d.id)
 ]=])
+  set(ENV{ERRSHIM_TEST_PREFIX} "${PREFIX}")
+  # Run from an empty folder: `python -c` puts the working folder on sys.path.
+  set(cwd ${PREFIX}-python-cwd)
+  file(REMOVE_RECURSE ${cwd})
+  file(MAKE_DIRECTORY ${cwd})
+  execute_process(COMMAND ${PYTHON} -c "${check}" WORKING_DIRECTORY ${cwd} RESULT_VARIABLE rc COMMAND_ECHO STDOUT)
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "the Python package installed in ${PREFIX} does not find its library")
+  endif()
+  # The prefix moved elsewhere: the package still finds the library beside
+  # it (the prefix is recorded relative to the package).
+  set(moved ${PREFIX}-moved)
+  file(REMOVE_RECURSE ${moved})
+  file(COPY ${PREFIX}/ DESTINATION ${moved})
+  set(ENV{PYTHONPATH} "${moved}/${PYTHONDIR}")
+  set(ENV{ERRSHIM_TEST_PREFIX} "${moved}")
+  execute_process(COMMAND ${PYTHON} -c "${check}" WORKING_DIRECTORY ${cwd} RESULT_VARIABLE rc COMMAND_ECHO STDOUT)
+  file(REMOVE_RECURSE ${moved} ${cwd})
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "the Python package of a moved prefix (${moved}) does not find its library")
+  endif()
 else()
   message(FATAL_ERROR "unknown MODE '${MODE}'")
 endif()

@@ -8,10 +8,33 @@
 
 #include <fmt/format.h>
 
+#include "catalog_store_hooks.hpp"
 #include "errshim/lint.hpp"
 #include "problem.hpp"
 
 namespace errshim {
+
+namespace detail {
+std::atomic<StoreHook> catalog_store_hook{nullptr};
+}  // namespace detail
+
+namespace {
+
+void hook(detail::StoreHookPoint point) {
+  if (const detail::StoreHook h = detail::catalog_store_hook.load(std::memory_order_acquire)) h(point);
+}
+
+// The reload lock; a test hears when a reload has to wait for another.
+std::unique_lock<std::mutex> lock_reloads(std::mutex& m) {
+  std::unique_lock<std::mutex> lock(m, std::try_to_lock);
+  if (!lock.owns_lock()) {
+    hook(detail::StoreHookPoint::lock_contended);
+    lock.lock();
+  }
+  return lock;
+}
+
+}  // namespace
 
 // A catalog and its generation, swapped as one so a reader never pairs a
 // catalog with another one's number.
@@ -136,13 +159,18 @@ ReloadReport CatalogStore::load(const CatalogBuilder& builder, const ReloadOptio
 }
 
 ReloadReport CatalogStore::reload(const CatalogBuilder& builder, const ReloadOptions& options) {
-  const std::lock_guard<std::mutex> lock(reload_mutex_);
+  const auto lock = lock_reloads(reload_mutex_);
   return load(builder, options);
 }
 
 ReloadReport CatalogStore::reload_paths(std::vector<std::filesystem::path> paths, bool with_embedded,
                                         const ReloadOptions& options) {
-  const std::lock_guard<std::mutex> lock(reload_mutex_);
+  const auto lock = lock_reloads(reload_mutex_);
+  return reload_paths_locked(std::move(paths), with_embedded, options);
+}
+
+ReloadReport CatalogStore::reload_paths_locked(std::vector<std::filesystem::path> paths, bool with_embedded,
+                                               const ReloadOptions& options) {
   // The fingerprint is taken before reading: a file written during the load
   // changes again afterwards, so the next reload_if_changed() picks it up.
   watched_ = std::make_unique<Watched>(Watched::of(paths));
@@ -155,7 +183,10 @@ ReloadReport CatalogStore::reload_paths(std::vector<std::filesystem::path> paths
 }
 
 ReloadReport CatalogStore::reload_if_changed(const ReloadOptions& options) {
-  std::unique_lock<std::mutex> lock(reload_mutex_);
+  // One critical section from the check to the swap: were the lock let go
+  // in between, a reload_paths() running then would be undone by this
+  // reload of the paths it replaced.
+  const auto lock = lock_reloads(reload_mutex_);
   if (!watched_ || Watched::of(paths_).rows == watched_->rows) {
     ReloadReport report;
     const std::shared_ptr<const Snapshot> now = std::atomic_load(&snapshot_);
@@ -163,10 +194,8 @@ ReloadReport CatalogStore::reload_if_changed(const ReloadOptions& options) {
     report.entries = now->catalog->size();
     return report;
   }
-  std::vector<std::filesystem::path> paths = paths_;
-  const bool with_embedded = with_embedded_;
-  lock.unlock();
-  return reload_paths(std::move(paths), with_embedded, options);
+  hook(detail::StoreHookPoint::reload_decided);
+  return reload_paths_locked(paths_, with_embedded_, options);
 }
 
 }  // namespace errshim

@@ -9,6 +9,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include "errshim/catalog.hpp"
+#include "escape.hpp"
 #include "template.hpp"
 #include "utf8.hpp"
 
@@ -195,7 +196,9 @@ void emit_entry(YAML::Emitter& out, const YAML::Node& rec, const RecordRef& ref,
 
   out << YAML::BeginMap;
   out << YAML::Key << "id" << YAML::Value << id;
-  out << YAML::Comment(fmt::format("imported from record {}{}", ref.id.empty() ? "?" : ref.id, url.empty() ? "" : " " + url));
+  // The id and URL are the record's: escaped, they cannot end the comment.
+  out << YAML::Comment(detail::escape_controls(
+      fmt::format("imported from record {}{}", ref.id.empty() ? "?" : ref.id, url.empty() ? "" : " " + url)));
   out << YAML::Key << "pattern" << YAML::Value << YAML::DoubleQuoted << pattern;
   out << YAML::Key << "source" << YAML::Value << YAML::BeginMap;
   out << YAML::Key << "repo" << YAML::Value << repo << YAML::Key << "path" << YAML::Value << path;
@@ -280,9 +283,9 @@ std::vector<YAML::Node> records_of(std::string_view json, const std::string& nam
 std::string import_records(std::string_view json, const std::string& name) {
   const std::vector<YAML::Node> records = records_of(json, name);
   YAML::Emitter out;
-  out << YAML::Comment(fmt::format("Imported by errshim import from {}. The cause, trigger and remediation text is the "
-                                   "error database's (imported: true), not errshim's.",
-                                   name));
+  out << YAML::Comment(detail::escape_controls(fmt::format("Imported by errshim import from {}. The cause, trigger and remediation "
+                                                "text is the error database's (imported: true), not errshim's.",
+                                                name)));
   out << YAML::BeginMap;
   out << YAML::Key << "schema" << YAML::Value << 1;
   out << YAML::Key << "entries" << YAML::Value << YAML::BeginSeq;

@@ -21,6 +21,7 @@
 #include "errshim/normalize.hpp"
 #include "errshim/render.hpp"
 #include "chars.hpp"
+#include "escape.hpp"
 
 namespace errshim {
 
@@ -716,9 +717,11 @@ std::string group_key(const ScanBlock& b) {
 
 sv first_line(sv s) { return s.substr(0, s.find('\n')); }
 
+// A line of log text for the terminal, with its control characters (escape
+// sequences among them) shown as escapes rather than acted on.
 std::string shorten(sv line, std::size_t max) {
-  if (line.size() <= max) return std::string(line);
-  return std::string(line.substr(0, max)) + "...";
+  if (line.size() <= max) return detail::escape_controls(line);
+  return detail::escape_controls(line.substr(0, max)) + "...";
 }
 
 // A block's text for the report: whole when short, else its first and last
@@ -782,11 +785,13 @@ std::string ScanSummary::to_text() const {
   if (blocks_ == 0) return "no error blocks found\n";
   std::string out = fmt::format("{} error block(s): {} recognised ({} distinct), {} not recognised\n", blocks_,
                                 matched_, recognised_.size(), blocks_ - matched_);
-  const auto where = [](const ScanBlock& b) { return fmt::format("{}:{} ({})", b.file, b.line, to_string(b.kind)); };
+  const auto where = [](const ScanBlock& b) {
+    return fmt::format("{}:{} ({})", detail::escape_controls(b.file), b.line, to_string(b.kind));
+  };
   if (!recognised_.empty()) out += "\nrecognised:\n";
   for (const Recognised& r : recognised()) {
     const Diagnosis& d = *r.first.diagnosis;
-    out += fmt::format("  {:>5}x  {}\n", r.count, r.id);
+    out += fmt::format("  {:>5}x  {}\n", r.count, detail::escape_controls(r.id));
     out += fmt::format("          first:   {}\n", where(r.first));
     out += fmt::format("          message: {}\n", shorten(first_line(d.segment), 200));
     if (d.entry && !d.entry->remediation.empty())

@@ -4,13 +4,18 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <condition_variable>
 #include <filesystem>
 #include <fstream>
+#include <functional>
+#include <mutex>
 #include <string>
+#include <thread>
 
 #include <errshim/catalog_store.hpp>
 #include <errshim/errshim.hpp>
 
+#include "catalog_store_hooks.hpp"
 #include "test_catalogs.hpp"
 
 namespace errshim {
@@ -213,6 +218,85 @@ TEST(CatalogStore, ReloadIfChangedNoticesAFileAddedToAWatchedFolder) {
   EXPECT_EQ(r.outcome, Outcome::swapped) << r.to_string();
   EXPECT_EQ(r.entries, 3u);
   EXPECT_TRUE(store.diagnose("epsilon ran out"));
+}
+
+// Runs `second` on another thread at the moment reload_if_changed() has
+// decided to reload, and lets that reload go on only once `second` has either
+// finished or is waiting for the reload lock. No timing: each step waits for
+// an event the store reports through its test hook.
+class WhenReloadDecided {
+ public:
+  explicit WhenReloadDecided(std::function<void()> second) : second_(std::move(second)) {
+    instance_ = this;
+    detail::catalog_store_hook.store(&WhenReloadDecided::on_hook);
+  }
+  ~WhenReloadDecided() {
+    detail::catalog_store_hook.store(nullptr);
+    if (thread_.joinable()) thread_.join();
+    instance_ = nullptr;
+  }
+  WhenReloadDecided(const WhenReloadDecided&) = delete;
+  WhenReloadDecided& operator=(const WhenReloadDecided&) = delete;
+  void join() {
+    if (thread_.joinable()) thread_.join();
+  }
+  bool second_ran() const { return started_; }
+
+ private:
+  static void on_hook(detail::StoreHookPoint point) {
+    WhenReloadDecided& self = *instance_;
+    if (point == detail::StoreHookPoint::lock_contended) return self.signal();
+    if (self.started_) return;
+    self.started_ = true;
+    self.thread_ = std::thread([&self] {
+      self.second_();
+      self.signal();
+    });
+    std::unique_lock<std::mutex> lock(self.mutex_);
+    self.cv_.wait(lock, [&self] { return self.signalled_; });
+  }
+  void signal() {
+    const std::lock_guard<std::mutex> lock(mutex_);
+    signalled_ = true;
+    cv_.notify_all();
+  }
+
+  static inline WhenReloadDecided* instance_ = nullptr;
+  std::function<void()> second_;
+  std::thread thread_;
+  std::mutex mutex_;
+  std::condition_variable cv_;
+  bool signalled_ = false;
+  bool started_ = false;
+};
+
+// A reload_paths(B) that runs while reload_if_changed() is reloading the
+// paths it watched (A) must win: it was asked for last. The check and the
+// reload are one critical section, so B waits for A and then replaces it.
+TEST(CatalogStore, ReloadPathsDuringReloadIfChangedIsNotUndone) {
+  TempDir dir;
+  dir.write("a.yaml", kAlpha);
+  dir.write("b.yaml", file_yaml(entry("t.epsilon", "epsilon ran out", "epsilon ran out")));
+  CatalogStore store;
+  ASSERT_EQ(store.reload_paths({dir.path() / "a.yaml"}, false).outcome, Outcome::swapped);
+  dir.write("a.yaml", kAlphaAgain);
+
+  ReloadReport second;
+  {
+    WhenReloadDecided during([&] { second = store.reload_paths({dir.path() / "b.yaml"}, false); });
+    const ReloadReport first = store.reload_if_changed();
+    during.join();
+    ASSERT_TRUE(during.second_ran());
+    EXPECT_EQ(first.outcome, Outcome::swapped) << first.to_string();
+  }
+  EXPECT_EQ(second.outcome, Outcome::swapped) << second.to_string();
+  EXPECT_EQ(store.generation(), 4u);
+  EXPECT_TRUE(store.diagnose("epsilon ran out")) << "the reload of b.yaml was undone";
+  EXPECT_FALSE(store.diagnose("beta is not supported"));
+  // And b.yaml is what is watched now.
+  EXPECT_EQ(store.reload_if_changed().outcome, Outcome::unchanged);
+  dir.write("a.yaml", kAlpha);
+  EXPECT_EQ(store.reload_if_changed().outcome, Outcome::unchanged);
 }
 
 TEST(CatalogStore, ReloadIfChangedWithNothingWatchedChangesNothing) {

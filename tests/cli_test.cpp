@@ -6,6 +6,7 @@
 #include <fstream>
 #include <string>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include "test_catalogs.hpp"
 
@@ -18,11 +19,8 @@ struct CliRun {
 
 enum class Stderr { discard, merge };
 
-// Runs the CLI through the shell with `input` on standard input.
-CliRun cli(const std::string& args, const std::string& input = "", Stderr err = Stderr::discard) {
-  const auto in = std::filesystem::temp_directory_path() / "errshim_cli_stdin.txt";
-  std::ofstream(in, std::ios::binary) << input;
-  const std::string cmd = std::string(ERRSHIM_CLI) + " " + args + " < " + in.string() + (err == Stderr::merge ? " 2>&1" : " 2>/dev/null");
+// Runs a shell command line; its standard output (and what it redirects there).
+CliRun run_shell(const std::string& cmd) {
   CliRun r{-1, {}};
   FILE* p = popen(cmd.c_str(), "r");
   if (!p) return r;
@@ -32,6 +30,23 @@ CliRun cli(const std::string& args, const std::string& input = "", Stderr err = 
   const int status = pclose(p);
   r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   return r;
+}
+
+// Runs the CLI through the shell with `input` on standard input.
+CliRun cli(const std::string& args, const std::string& input = "", Stderr err = Stderr::discard) {
+  // One file per process: ctest runs tests of this binary in parallel.
+  const auto in = std::filesystem::temp_directory_path() / ("errshim_cli_stdin." + std::to_string(getpid()) + ".txt");
+  std::ofstream(in, std::ios::binary) << input;
+  CliRun r = run_shell(std::string(ERRSHIM_CLI) + " " + args + " < " + in.string() +
+                       (err == Stderr::merge ? " 2>&1" : " 2>/dev/null"));
+  std::error_code ec;
+  std::filesystem::remove(in, ec);
+  return r;
+}
+
+// Runs `producer | errshim ARGS` through the shell, standard error merged.
+CliRun piped(const std::string& producer, const std::string& args) {
+  return run_shell(producer + " | " + std::string(ERRSHIM_CLI) + " " + args + " 2>&1");
 }
 
 std::string quote(const std::string& s) {
@@ -230,6 +245,78 @@ TEST(Cli, CacheKeepsASnapshotOfEachYamlLayer) {
   EXPECT_EQ(second.out, first.out);
   EXPECT_EQ(cli("explain --cache", "", Stderr::merge).code, 2);  // needs a DIR
   std::filesystem::remove_all(dir);
+}
+
+constexpr std::size_t kReadBound = 16u << 20;  // what explain, fix and import read whole
+
+struct BoundCase {
+  const char* name;
+  const char* args;
+  const char* advice;  // what the error tells the user to do instead
+};
+
+void PrintTo(const BoundCase& c, std::ostream* os) { *os << c.name; }
+
+class CliStdinBound : public ::testing::TestWithParam<BoundCase> {};
+
+// Standard input is read whole by these commands: past the bound they stop
+// with a usage error that says the bound and what to do, instead of reading
+// a pipe (from /dev/zero, a runaway log) for as long as it gives bytes.
+TEST_P(CliStdinBound, RefusesInputPastTheBoundWithAdvice) {
+  const BoundCase& c = GetParam();
+  const CliRun r = piped("head -c " + std::to_string(kReadBound + 1) + " /dev/zero", c.args);
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.out.find("errshim: standard input holds more than 16 MiB, the most errshim reads; "), std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find(c.advice), std::string::npos) << r.out;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Cli, CliStdinBound,
+    ::testing::Values(BoundCase{"Explain", "explain -", "'tail -c 1M LOG | errshim explain -'"},
+                      BoundCase{"ExplainJson", "explain --json -", "'errshim scan LOG'"},
+                      BoundCase{"Fix", "fix --config /nonexistent.json -", "'tail -c 1M LOG | errshim fix --config FILE -'"},
+                      BoundCase{"Import", "import -", "split the records into several files"}),
+    [](const ::testing::TestParamInfo<BoundCase>& info) { return std::string(info.param.name); });
+
+TEST(Cli, ExplainReadsStandardInputUpToTheBound) {
+  const CliRun r = piped("head -c " + std::to_string(kReadBound) + " /dev/zero", "explain -");
+  EXPECT_EQ(r.code, 1) << r.out;  // read, and not recognised
+  EXPECT_EQ(r.out.find("holds more than"), std::string::npos) << r.out;
+}
+
+TEST(Cli, ImportRefusesAFilePastTheBound) {
+  const auto f = std::filesystem::temp_directory_path() / ("errshim_cli_big." + std::to_string(getpid()) + ".json");
+  {
+    std::ofstream out(f, std::ios::binary);
+    out << std::string(kReadBound + 1, ' ');
+  }
+  const CliRun r = cli("import " + f.string(), "", Stderr::merge);
+  std::filesystem::remove(f);
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.out.find("'" + f.string() + "' holds more than 16 MiB, the most errshim reads; split the records"),
+            std::string::npos)
+      << r.out;
+}
+
+// A log line can carry terminal escape sequences (a window title, a screen
+// clear, colours); scan's text report shows them as escapes, never raw.
+TEST(Cli, ScanTextReportEscapesControlCharacters) {
+  const auto f = std::filesystem::temp_directory_path() / ("errshim_cli_esc." + std::to_string(getpid()) + ".log");
+  {
+    std::ofstream out(f, std::ios::binary);
+    out << "2026-01-01 12:00:00 ERROR worker: the flux capacitor failed \x1b]0;owned\x07 \x1b[2J\x1b[31mred "
+           "back \xC2\x9B 1m \x9b\n"
+        << "2026-01-01 12:00:01 INFO next\n";
+  }
+  const CliRun r = cli("scan " + f.string());
+  std::filesystem::remove(f);
+  EXPECT_EQ(r.code, 1) << r.out;  // one block, not recognised
+  ASSERT_NE(r.out.find("not recognised:"), std::string::npos) << r.out;
+  for (const char raw : {'\x1b', '\x07', '\x9b'}) EXPECT_EQ(r.out.find(raw), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("\xC2\x9B"), std::string::npos) << r.out;  // U+009B, CSI in 8 bits
+  EXPECT_NE(r.out.find(R"(failed \x1B]0;owned\x07 \x1B[2J\x1B[31mred back \u009B 1m \x9B)"), std::string::npos)
+      << r.out;
 }
 
 TEST(Cli, VersionAndHelp) {

@@ -27,8 +27,8 @@ constexpr const char* kHelp = R"(errshim - explains machine-learning inference e
 
 usage:
   errshim explain [--json] [--catalog PATH]... [--context K=V,...] MESSAGE | -
-      Explain one error message. With '-', all of standard input is the
-      message (a whole traceback or log excerpt).
+      Explain one error message. With '-', all of standard input (at most
+      16 MiB) is the message (a whole traceback or log excerpt).
   errshim lint [--with-embedded] [PATH...]
       Check catalog files or folders (default: the embedded catalog): every
       entry compiles, each 'match' example is won by its entry with the
@@ -45,8 +45,9 @@ usage:
   errshim check --config FILE [--model NAME] [--json] [--catalog PATH]... [--context K=V,...]
       Report the known errors this config will hit, before loading anything.
   errshim import FILE...
-      Convert error-database records (JSON, schemaVersion 2) into a catalog
-      file on standard output; the text is marked imported.
+      Convert error-database records (JSON, schemaVersion 2; at most 16 MiB
+      per FILE, '-' for standard input) into a catalog file on standard
+      output; the text is marked imported.
   errshim scan [--json] [--catalog PATH]... [--context K=V,...] [FILE...]
       Find the error blocks in logs (standard input when no FILE, or '-'):
       Python tracebacks, Rust 'Error:' chains and panics, libtorch
@@ -164,10 +165,34 @@ errshim::CatalogPtr catalog_for(const Args& a) {
   return b.build();
 }
 
+// What explain, fix and import read whole (standard input, import's
+// files): a pipe from /dev/zero or a runaway log would otherwise grow without
+// end. The library reads at most 1 MiB of a message anyway (head and tail),
+// and a catalog file may hold at most 16 MiB.
+constexpr std::size_t kMaxReadBytes = 16u << 20;
+
+// All of `in`, or a usage error past kMaxReadBytes saying what to do instead.
+std::string read_bounded(std::istream& in, const std::string& name, const std::string& instead) {
+  std::string text;
+  char buf[64 << 10];
+  while (in.read(buf, sizeof buf), in.gcount() > 0) {
+    const auto n = static_cast<std::size_t>(in.gcount());
+    if (text.size() + n > kMaxReadBytes)
+      throw usage_error(fmt::format("{} holds more than {} MiB, the most errshim reads; {}", name, kMaxReadBytes >> 20,
+                                    instead));
+    text.append(buf, n);
+  }
+  if (in.bad()) throw usage_error(fmt::format("cannot read {}", name));
+  return text;
+}
+
 std::string message_of(const Args& a) {
   if (a.positional.empty()) throw usage_error(fmt::format("{} needs a MESSAGE, or '-' to read standard input", a.command));
   if (a.positional.size() == 1 && a.positional[0] == "-")
-    return std::string(std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>());
+    return read_bounded(std::cin, "standard input",
+                        fmt::format("pass the error's last lines instead (e.g. 'tail -c 1M LOG | errshim {}{} -'), or "
+                                    "find the errors in a whole log with 'errshim scan LOG'",
+                                    a.command, a.command == "fix" ? " --config FILE" : ""));
   return fmt::format("{}", fmt::join(a.positional, " "));
 }
 
@@ -259,13 +284,14 @@ int import_files(const Args& a) {
   if (a.positional.empty()) throw usage_error("import needs at least one FILE ('-' for standard input)");
   std::string all;
   for (const std::string& f : a.positional) {
+    constexpr const char* kSplit = "split the records into several files and import them one by one";
     std::string json;
     if (f == "-") {
-      json.assign(std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>());
+      json = read_bounded(std::cin, "standard input", kSplit);
     } else {
       std::ifstream in(f, std::ios::binary);
       if (!in) throw usage_error(fmt::format("cannot read {}", f));
-      json.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+      json = read_bounded(in, fmt::format("'{}'", f), kSplit);
     }
     std::string yaml = errshim::import_records(json, f);
     if (!all.empty()) {  // one catalog file: append the next file's entries

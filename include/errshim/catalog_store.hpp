@@ -95,6 +95,9 @@ class CatalogStore {
   struct Watched;
 
   ReloadReport load(const CatalogBuilder& builder, const ReloadOptions& options);
+  // reload_paths() with reload_mutex_ held by the caller.
+  ReloadReport reload_paths_locked(std::vector<std::filesystem::path> paths, bool with_embedded,
+                                   const ReloadOptions& options);
 
   std::shared_ptr<const Snapshot> snapshot_;  // read and replaced with std::atomic_load / atomic_store
   std::mutex reload_mutex_;                   // one reload at a time; readers never take it

@@ -17,8 +17,9 @@
     if r.applied: print(r.config)
 
 A thin layer (ctypes, standard library only) over errshim's C interface in
-the shared library errshim_c; see _native.find_library() for where it is
-looked for, or set ERRSHIM_LIBRARY to its path.
+the shared library errshim_c; see _native.candidates() for where it is
+looked for, or set ERRSHIM_LIBRARY to its path (before the first call: a
+failed search is remembered for the process).
 """
 
 import contextlib
@@ -52,19 +53,25 @@ __all__ = [
 
 _lib = None
 _lib_path = None
+_lib_missing = None  # the message of a failed search, remembered for the process
 _lib_lock = threading.Lock()
 
 
 def _library():
     # Loaded on first use, so `import errshim` never fails on its own and the
-    # error, if any, comes where the library is first needed.
-    global _lib, _lib_path
+    # error, if any, comes where the library is first needed. A failed search
+    # is not repeated: translate() asks on every exception it sees.
+    global _lib, _lib_path, _lib_missing
     if _lib is None:
         with _lib_lock:
             if _lib is None:
-                path = _native.find_library()
-                _lib = _native.load(path)
-                _lib_path = path
+                if _lib_missing is None:
+                    try:
+                        _lib, _lib_path = _native.open_library()
+                    except LibraryNotFound as e:
+                        _lib_missing = str(e)
+                if _lib is None:
+                    raise LibraryNotFound(_lib_missing)
     return _lib
 
 
@@ -401,9 +408,11 @@ def _translated_type(cls):
         if t is None:
             try:
                 t = type("Translated" + cls.__name__, (TranslatedError, cls), {"__module__": __name__})
-            except TypeError:
-                # Types that cannot be subclassed, or whose C layout cannot
-                # be combined with ours: the plain TranslatedError, chained.
+            except Exception:
+                # A type that cannot be subclassed, whose C layout cannot be
+                # combined with ours, or whose metaclass or __init_subclass__
+                # refuses (with any exception): the plain TranslatedError,
+                # which translate() does not raise in place of the original.
                 t = TranslatedError
             _translated_types[cls] = t
         return t
@@ -424,7 +433,7 @@ def translated(exc, diagnosis):
     try:
         # The original's own attributes, for handlers that read them.
         err.__dict__.update(getattr(exc, "__dict__", {}))
-    except (AttributeError, TypeError):
+    except Exception:
         pass
     err.diagnosis = diagnosis
     err.original = exc
@@ -443,7 +452,8 @@ class translate(contextlib.ContextDecorator):
         def step(): ...
 
     Only Exception subclasses are translated: KeyboardInterrupt, SystemExit
-    and GeneratorExit always pass through."""
+    and GeneratorExit always pass through, as does an exception whose type
+    cannot be subclassed (its metaclass or __init_subclass__ refuses)."""
 
     def __init__(self, context=None, catalog=None):
         self.context = context
@@ -463,4 +473,13 @@ class translate(contextlib.ContextDecorator):
             return False
         if d is None:
             return False
-        raise translated(exc, d).with_traceback(tb) from exc
+        try:
+            err = translated(exc, d)
+        except Exception:
+            return False
+        if not isinstance(err, type(exc)):
+            # No subclass of the original's type could be made: a handler
+            # written for that type would miss the translation, so the
+            # original goes on unchanged.
+            return False
+        raise err.with_traceback(tb) from exc

@@ -5,7 +5,6 @@ signatures, are in one spot. Nothing here is public.
 """
 
 import ctypes
-import ctypes.util
 import glob
 import os
 import sys
@@ -19,72 +18,76 @@ elif sys.platform == "win32":
 else:
     _PATTERNS = ("liberrshim_c.so", "liberrshim_c.so.*")
 
-# How far up from the package to look for a build tree or an install prefix:
-# <repo>/python/errshim is two levels below the repository, and
-# <prefix>/share/errshim/python/errshim four below the prefix.
-_MAX_LEVELS = 6
+_HERE = os.path.dirname(os.path.abspath(__file__))
+
+BUNDLED = "bundled with the package"
+ENVIRONMENT = "ERRSHIM_LIBRARY"
+PREFIX = "install prefix"
 
 
 class LibraryNotFound(ImportError):
-    """errshim_c was not found; the message lists where errshim looked."""
+    """errshim_c was not found, or what was found is not errshim_c; the
+    message lists every place errshim looked and what it found there."""
 
 
 def _in_dir(directory):
     for pattern in _PATTERNS:
-        hits = sorted(glob.glob(os.path.join(directory, pattern)))
+        hits = sorted(glob.glob(os.path.join(glob.escape(directory), pattern)))
         if hits:
             return hits[0]
     return None
 
 
-def _newest(paths):
-    # Several build trees (build, build-debug, ...): the one built last is the
-    # one the developer is working on.
-    paths = [p for p in paths if p]
-    return max(paths, key=os.path.getmtime) if paths else None
+def _prefix_dirs():
+    # Written by `cmake --install` (cmake/install.cmake) as paths relative to
+    # the installed package, so a moved prefix still finds its library. A
+    # source checkout has no such module.
+    try:
+        from . import _install_prefix
+    except ImportError:
+        return []
+    return [os.path.normpath(os.path.join(_HERE, d)) for d in _install_prefix.LIBRARY_DIRS]
 
 
 def candidates():
-    """Where the library is looked for, in order (for messages and tests)."""
-    here = os.path.dirname(os.path.abspath(__file__))
-    places = [("next to the package", here)]
-    level = here
-    for _ in range(_MAX_LEVELS):
-        parent = os.path.dirname(level)
-        if parent == level:
-            break
-        level = parent
-        places.append(("install prefix", os.path.join(level, "lib")))
-        places.append(("install prefix", os.path.join(level, "lib64")))
-        places.append(("install prefix", level))
-        places.append(("build tree", os.path.join(level, "build*")))
-    places.append(("Python prefix", os.path.join(sys.prefix, "lib")))
+    """Where the library is looked for, in order, as (kind, place): the
+    package's own folder (a wheel bundles the library there), then
+    ERRSHIM_LIBRARY when set (a file or a folder), then the library folder of
+    the prefix the package was installed into. Nowhere else: not the folders
+    above the package, not the system's search path, so a library planted in
+    a writable folder nearby is never loaded."""
+    places = [(BUNDLED, _HERE)]
+    explicit = os.environ.get("ERRSHIM_LIBRARY")
+    if explicit:
+        places.append((ENVIRONMENT, explicit))
+    places.extend((PREFIX, d) for d in _prefix_dirs())
     return places
 
 
-def find_library():
-    """The path of errshim_c: ERRSHIM_LIBRARY, else next to the package, a
-    build tree or an install prefix above it, else the system's search path."""
-    explicit = os.environ.get("ERRSHIM_LIBRARY")
-    if explicit:
-        path = _in_dir(explicit) if os.path.isdir(explicit) else explicit
-        if not path or not os.path.exists(path):
-            raise LibraryNotFound("ERRSHIM_LIBRARY=%s: no errshim_c library there" % explicit)
-        return path
+def open_library():
+    """(the loaded errshim_c, its path), from the first place in candidates()
+    that holds a library that loads and is errshim_c. A wrong ERRSHIM_LIBRARY
+    ends the search: it was asked for by name. Raises LibraryNotFound naming
+    every place searched and why each did not do."""
+    looked = []
     for kind, place in candidates():
-        if kind == "build tree":
-            found = _newest(_in_dir(d) for d in glob.glob(place) if os.path.isdir(d))
+        if os.path.isdir(place):
+            path = _in_dir(place)
         else:
-            found = _in_dir(place) if os.path.isdir(place) else None
-        if found:
-            return found
-    found = ctypes.util.find_library("errshim_c")
-    if found:
-        return found
-    looked = "\n  ".join("%s: %s" % kp for kp in candidates())
+            path = place if kind == ENVIRONMENT and os.path.exists(place) else None
+        if path is None:
+            looked.append("%s: %s (no errshim_c library there)" % (kind, place))
+        else:
+            path = os.path.abspath(path)  # a bare name would make dlopen search the system's path
+            try:
+                return load(path), path
+            except (OSError, AttributeError) as e:
+                looked.append("%s: %s (not a loadable errshim_c: %s)" % (kind, path, e))
+        if kind == ENVIRONMENT:
+            break
     raise LibraryNotFound(
-        "errshim: the shared library errshim_c was not found. Build it (target errshim_c), "
-        "install it, or set ERRSHIM_LIBRARY to its path. Looked in:\n  " + looked
+        "errshim: the shared library errshim_c was not found. Install errshim (cmake --install), or build it "
+        "(target errshim_c) and set ERRSHIM_LIBRARY to its path. Looked in:\n  " + "\n  ".join(looked)
     )
 
 
@@ -149,6 +152,8 @@ OK, NO_MATCH, NO_FIX, INVALID_ARGUMENT, CATALOG_ERROR, CONFIG_ERROR, OUT_OF_MEMO
 
 
 def load(path):
+    """errshim_c at `path`, its signatures set; OSError when it does not
+    load, AttributeError when it lacks a function of errshim_c."""
     lib = ctypes.CDLL(path)
     for name, (restype, argtypes) in _SIGNATURES.items():
         fn = getattr(lib, name)

@@ -6,8 +6,10 @@ Run from python/:  ERRSHIM_LIBRARY=../build/liberrshim_c.so python3 -m unittest 
 
 import json
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 import threading
 import traceback
 import unittest
@@ -291,6 +293,43 @@ class TranslateTest(unittest.TestCase):
                 raise KeyboardInterrupt(QUANTIZED_CACHE)
         self.assertNotIsInstance(cm.exception, errshim.TranslatedError)
 
+    def test_a_type_that_refuses_subclasses_passes_through_unchanged(self):
+        # Making the Translated subclass runs the type's __init_subclass__ and
+        # metaclass; whatever they raise, the user's exception goes on as it was.
+        class Sealed(ValueError):
+            def __init_subclass__(cls, **kwargs):
+                raise RuntimeError("Sealed may not be subclassed")
+
+        class Refusing(type):
+            def __new__(mcs, name, bases, ns):
+                if name.startswith("Translated"):
+                    raise KeyError(name)
+                return super().__new__(mcs, name, bases, ns)
+
+        class Guarded(ValueError, metaclass=Refusing):
+            pass
+
+        class Fussy(type):
+            def __init__(cls, name, bases, ns):
+                if name.startswith("Translated"):
+                    raise LookupError(name)
+                super().__init__(name, bases, ns)
+
+        class Watched(ValueError, metaclass=Fussy):
+            pass
+
+        for cls in (Sealed, Guarded, Watched):
+            with self.subTest(cls=cls.__name__):
+                original = cls(QUANTIZED_CACHE)
+                with self.assertRaises(cls) as cm:
+                    with errshim.translate():
+                        raise original
+                self.assertIs(cm.exception, original)
+                self.assertIs(type(cm.exception), cls)
+                self.assertIsNone(cm.exception.__cause__)
+                # errshim.explain still reads it.
+                self.assertEqual(errshim.explain(original).id, QUANTIZED_ID)
+
     def test_translating_twice_keeps_the_first(self):
         with self.assertRaises(errshim.TranslatedError) as cm:
             with errshim.translate():
@@ -390,31 +429,135 @@ class FixConfigTest(unittest.TestCase):
         self.assertEqual(cm.exception.status, "config-error")
 
 
+PACKAGE_DIR = os.path.dirname(os.path.abspath(errshim.__file__))
+
+
 class LibraryLookupTest(unittest.TestCase):
-    def _python(self, env, code):
+    """Where errshim_c is looked for: the package's folder, ERRSHIM_LIBRARY,
+    the prefix the package was installed into; nowhere else."""
+
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp(prefix="errshim-lookup-")
+        self.addCleanup(shutil.rmtree, self.tmp, True)
+        self.real = os.path.realpath(errshim.library_path())
+
+    def _python(self, env, code, pythonpath=None):
         full = dict(os.environ)
+        full.pop("ERRSHIM_LIBRARY", None)
         full.update(env)
-        return subprocess.run([sys.executable, "-c", code], env=full, capture_output=True, text=True)
+        if pythonpath:
+            full["PYTHONPATH"] = pythonpath
+        # Run from the temporary folder: `python -c` puts the working folder
+        # first on sys.path, and the package must come from PYTHONPATH.
+        return subprocess.run([sys.executable, "-c", code], env=full, capture_output=True, text=True, cwd=self.tmp)
 
-    def test_env_var_naming_a_directory(self):
-        directory = os.path.dirname(errshim.library_path())
-        r = self._python({"ERRSHIM_LIBRARY": directory},
-                         "import errshim; print(errshim.diagnose('Error: %s').id)" % SDPA)
-        self.assertEqual(r.stdout.strip(), SDPA_ID, r.stderr)
+    def _package_copy(self, where):
+        """A copy of the package at <where>/errshim; returns <where>."""
+        os.makedirs(where, exist_ok=True)
+        shutil.copytree(PACKAGE_DIR, os.path.join(where, "errshim"),
+                        ignore=shutil.ignore_patterns("__pycache__", "_install_prefix.py", "*.so*"))
+        return where
 
-    def test_env_var_naming_nothing(self):
-        r = self._python({"ERRSHIM_LIBRARY": "/nonexistent/liberrshim_c.so"},
-                         "import errshim\ntry:\n    errshim.version()\nexcept errshim.LibraryNotFound as e:\n"
-                         "    print('not found:', e)")
-        self.assertIn("not found: ERRSHIM_LIBRARY=/nonexistent", r.stdout, r.stderr)
+    PRINT_PATH = (
+        "import errshim\n"
+        "try:\n"
+        "    print('loaded:', errshim.library_path())\n"
+        "except errshim.LibraryNotFound as e:\n"
+        "    print('not found:', e)\n"
+    )
+
+    def test_env_var_naming_a_file_or_a_directory(self):
+        for value in (self.real, os.path.dirname(self.real)):
+            r = self._python({"ERRSHIM_LIBRARY": value}, "import errshim; print(errshim.diagnose('Error: %s').id)" % SDPA)
+            self.assertEqual(r.stdout.strip(), SDPA_ID, r.stderr)
+
+    def test_env_var_naming_nothing_lists_every_place_searched(self):
+        r = self._python({"ERRSHIM_LIBRARY": "/nonexistent/liberrshim_c.so"}, self.PRINT_PATH)
+        self.assertIn("not found: errshim: the shared library errshim_c was not found", r.stdout, r.stderr)
+        self.assertIn("bundled with the package: %s (no errshim_c library there)" % PACKAGE_DIR, r.stdout)
+        self.assertIn("ERRSHIM_LIBRARY: /nonexistent/liberrshim_c.so (no errshim_c library there)", r.stdout)
+
+    def test_env_var_naming_a_file_that_is_not_errshim_c(self):
+        text_file = os.path.join(self.tmp, "liberrshim_c.so")
+        with open(text_file, "w") as f:
+            f.write("not a library\n")
+        import _ctypes  # a shared library that is not errshim_c
+
+        cases = [text_file]
+        if getattr(_ctypes, "__file__", None):
+            cases.append(_ctypes.__file__)
+        for wrong in cases:
+            r = self._python({"ERRSHIM_LIBRARY": wrong}, self.PRINT_PATH)
+            self.assertEqual(r.returncode, 0, r.stderr)  # LibraryNotFound, not OSError or AttributeError
+            self.assertIn("not found: ", r.stdout, r.stderr)
+            self.assertIn("ERRSHIM_LIBRARY: %s (not a loadable errshim_c: " % wrong, r.stdout)
+
+    def test_a_library_in_a_folder_above_the_package_is_never_loaded(self):
+        # <tmp>/lib, <tmp>/build/ and <tmp>/ hold a library; the package is
+        # three folders below <tmp>, as a checkout or prefix would put it.
+        for d in ("lib", "lib64", "build", "build-asan", ""):
+            os.makedirs(os.path.join(self.tmp, d), exist_ok=True)
+            os.symlink(self.real, os.path.join(self.tmp, d, "liberrshim_c.so"))
+        where = self._package_copy(os.path.join(self.tmp, "share", "errshim", "python"))
+        r = self._python({}, self.PRINT_PATH, pythonpath=where)
+        self.assertIn("not found: ", r.stdout, r.stderr)
+        self.assertNotIn("loaded:", r.stdout)
+
+    def test_the_library_bundled_in_the_package_comes_first(self):
+        where = self._package_copy(os.path.join(self.tmp, "site-packages"))
+        bundled = os.path.join(where, "errshim", "liberrshim_c.so.0")
+        os.symlink(self.real, bundled)
+        r = self._python({"ERRSHIM_LIBRARY": "/nonexistent/liberrshim_c.so"}, self.PRINT_PATH, pythonpath=where)
+        self.assertEqual(r.stdout.strip(), "loaded: " + bundled, r.stderr)
+
+    def test_the_install_prefix_recorded_at_install_time_is_searched_and_may_be_moved(self):
+        prefix = os.path.join(self.tmp, "prefix")
+        where = self._package_copy(os.path.join(prefix, "share", "errshim", "python"))
+        # What cmake --install writes (cmake/install.cmake): the prefix's
+        # library folder, relative to the installed package.
+        with open(os.path.join(where, "errshim", "_install_prefix.py"), "w") as f:
+            f.write('LIBRARY_DIRS = ["../../../../lib"]\n')
+        os.makedirs(os.path.join(prefix, "lib"))
+        os.symlink(self.real, os.path.join(prefix, "lib", "liberrshim_c.so"))
+        r = self._python({}, self.PRINT_PATH, pythonpath=where)
+        self.assertEqual(r.stdout.strip(), "loaded: " + os.path.join(prefix, "lib", "liberrshim_c.so"), r.stderr)
+
+        moved = os.path.join(self.tmp, "moved")
+        os.rename(prefix, moved)
+        r = self._python({}, self.PRINT_PATH, pythonpath=os.path.join(moved, "share", "errshim", "python"))
+        self.assertEqual(r.stdout.strip(), "loaded: " + os.path.join(moved, "lib", "liberrshim_c.so"), r.stderr)
+
+    def test_a_failed_search_is_remembered_and_translate_passes_errors_through(self):
+        missing = os.path.join(self.tmp, "liberrshim_c.so")
+        code = (
+            "import os, errshim\n"
+            "def attempt():\n"
+            "    original = ValueError(%r)\n"
+            "    try:\n"
+            "        with errshim.translate():\n"
+            "            raise original\n"
+            "    except Exception as e:\n"
+            "        assert e is original and type(e) is ValueError, repr(e)\n"
+            "attempt()\n"
+            "os.symlink(%r, %r)\n"  # the library appears after the first search
+            "attempt()\n"
+            "try:\n"
+            "    errshim.version()\n"
+            "    print('searched again')\n"
+            "except errshim.LibraryNotFound as e:\n"
+            "    print('remembered:', e)\n"
+        ) % (QUANTIZED_CACHE, self.real, missing)
+        r = self._python({"ERRSHIM_LIBRARY": missing}, code)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("remembered: errshim: the shared library errshim_c was not found", r.stdout, r.stderr)
 
     def test_places_searched(self):
         from errshim import _native
 
         kinds = [kind for kind, _ in _native.candidates()]
-        self.assertEqual(kinds[0], "next to the package")
-        self.assertIn("build tree", kinds)
-        self.assertIn("install prefix", kinds)
+        self.assertEqual(kinds[0], "bundled with the package")
+        self.assertEqual(kinds[1], "ERRSHIM_LIBRARY")  # set by the test runner
+        self.assertTrue(set(kinds) <= {"bundled with the package", "ERRSHIM_LIBRARY", "install prefix"}, kinds)
 
 
 if __name__ == "__main__":
