@@ -12,8 +12,10 @@
 // matcher is built, as for YAML). What is checked is the container: the
 // magic, the format and errshim versions (the layout follows Entry, so a
 // snapshot from another version is refused rather than misread), a checksum
-// of the whole, and every length against the bytes left, so a truncated or
-// damaged snapshot is refused with a problem, never misread.
+// of the whole, every length against the bytes left, and every number the
+// matcher computes with against its range (a plan's specificity is at most
+// its pattern's length), so a truncated, damaged or crafted snapshot is
+// refused with a problem, never misread.
 #pragma once
 
 #include <cstdint>
@@ -27,12 +29,16 @@
 
 namespace errshim::detail {
 
-// `plan` is plan_matching(entries).
-std::string write_snapshot(const std::vector<std::shared_ptr<const Entry>>& entries, const MatchPlan& plan);
+// `plan` is plan_matching(entries). `source` is a hash of the bytes the
+// entries were parsed from (the catalog cache's layer hash; 0: none given),
+// so a reader can tell a snapshot of other bytes from one of its own.
+std::string write_snapshot(const std::vector<std::shared_ptr<const Entry>>& entries, const MatchPlan& plan,
+                           std::uint64_t source = 0);
 
 struct Snapshot {
   std::vector<std::shared_ptr<const Entry>> entries;
-  MatchPlan plan;  // one item per entry
+  MatchPlan plan;            // one item per entry
+  std::uint64_t source = 0;  // as given to write_snapshot
 };
 
 // The 64-bit checksum a snapshot ends with, of any bytes (the catalog cache
