@@ -392,7 +392,8 @@ struct Layer {
   std::string cache_entry;  // the entry's name in the cache folder; empty: not cached
   std::uint64_t hash = 0;   // layer_hash(files), when cached
   bool from_cache = false;
-  bool had_problems = false;  // in its files (a layer with problems is never cached)
+  bool read_problems = false;  // finding or reading its files
+  bool had_problems = false;   // reading or parsing its files (a layer with problems is never cached)
 };
 
 void parse_layer(Layer& layer, std::vector<Problem>& problems) {
@@ -405,7 +406,7 @@ void parse_layer(Layer& layer, std::vector<Problem>& problems) {
     layer.entries.reserve(layer.entries.size() + parsed.size());
     for (Entry& e : parsed) layer.entries.push_back(std::make_shared<const Entry>(std::move(e)));
   }
-  layer.had_problems = problems.size() != before;
+  layer.had_problems = layer.read_problems || problems.size() != before;
 }
 
 // Reads the layer from its cache entry, if there is a sound one: a
@@ -442,6 +443,7 @@ CatalogPtr CatalogBuilder::build() const {
   for (std::size_t s = 0; s < sources_.size(); ++s) {
     const Source& src = sources_[s];
     Layer& layer = layers[s];
+    const std::size_t before = problems.size();
     auto take = [&layer](detail::Snapshot snap) {
       layer.entries = std::move(snap.entries);
       layer.plan = std::move(snap.plan);
@@ -472,6 +474,7 @@ CatalogPtr CatalogBuilder::build() const {
       case Source::Kind::snapshot: take(detail::read_snapshot(src.text, src.name, problems)); break;
     }
     if (layer.files.empty()) continue;
+    layer.read_problems = problems.size() != before;
     // A cached snapshot of exactly these bytes stands in for parsing them.
     if (!cache_dir_.empty()) {
       if (!cache) cache.emplace(cache_dir_, warnings);

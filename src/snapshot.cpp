@@ -349,12 +349,35 @@ void Reader::entry(Entry& e) {
 
 std::uint64_t snapshot_checksum(std::string_view bytes) { return checksum(bytes); }
 
-std::string write_snapshot(const std::vector<std::shared_ptr<const Entry>>& entries, const MatchPlan& plan,
-                           std::uint64_t source) {
-  Writer w;
+namespace {
+void header(Writer& w) {
   for (char c : kMagic) w.u8(static_cast<std::uint8_t>(c));
   w.u32(kFormat);
   w.str(version());
+}
+}  // namespace
+
+std::string_view snapshot_body(std::string_view snapshot) {
+  Writer w;
+  header(w);
+  const std::size_t n = w.bytes().size();
+  if (snapshot.size() < n + 8 || snapshot.substr(0, n) != w.bytes()) return {};
+  return snapshot.substr(n, snapshot.size() - n - 8);
+}
+
+std::string seal_snapshot(std::string_view body) {
+  Writer w;
+  header(w);
+  for (char c : body) w.u8(static_cast<std::uint8_t>(c));
+  const std::uint64_t sum = checksum(w.bytes());
+  w.i64(static_cast<std::int64_t>(sum));
+  return w.take();
+}
+
+std::string write_snapshot(const std::vector<std::shared_ptr<const Entry>>& entries, const MatchPlan& plan,
+                           std::uint64_t source) {
+  Writer w;
+  header(w);
   w.i64(static_cast<std::int64_t>(source));
   w.count(entries.size());
   for (const auto& e : entries) w.entry(*e);

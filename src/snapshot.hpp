@@ -45,6 +45,14 @@ struct Snapshot {
 // names its entries with it).
 std::uint64_t snapshot_checksum(std::string_view bytes);
 
+// A snapshot's body (what follows the header, before the checksum) and
+// its inverse: `body` with this errshim's header and a valid checksum. For
+// the fuzz target that loads random bodies, and for tests that craft
+// checksum-valid snapshots. snapshot_body is empty for anything that is not
+// a snapshot of this format and version.
+std::string_view snapshot_body(std::string_view snapshot);
+std::string seal_snapshot(std::string_view body);
+
 // What a snapshot holds; on any problem, nothing and one problem naming `name`.
 Snapshot read_snapshot(std::string_view bytes, const std::string& name, std::vector<Problem>& problems);
 
