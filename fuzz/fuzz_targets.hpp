@@ -64,6 +64,18 @@ inline bool valid_utf8(std::string_view s) {
 
 // ---------------------------------------------------------------- catalog
 
+// What every catalog_error must carry: at least one problem, each with a
+// message (and, for YAML, a position that is not negative).
+inline void check_problems(const catalog_error& e, bool yaml_positions) {
+  if (e.problems().empty()) ERRSHIM_FUZZ_FAIL("catalog_error without a problem");
+  for (const Problem& p : e.problems()) {
+    if (p.message.empty()) ERRSHIM_FUZZ_FAIL("a problem without a message");
+    if (yaml_positions && (p.where.line < 0 || p.where.column < 0))
+      ERRSHIM_FUZZ_FAIL("a problem with a negative position");
+    (void)p.to_string();
+  }
+}
+
 // YAML text -> CatalogBuilder::add_yaml().build(). Only catalog_error may
 // come out; a catalog that builds answers its own examples without throwing
 // and, when small, goes through lint (which runs the backtracking detector).
@@ -72,12 +84,7 @@ inline void catalog_one(const std::uint8_t* data, std::size_t size) {
   try {
     catalog = CatalogBuilder().add_yaml(std::string(bytes(data, size)), "fuzz.yaml").build();
   } catch (const catalog_error& e) {
-    if (e.problems().empty()) ERRSHIM_FUZZ_FAIL("catalog_error without a problem");
-    for (const Problem& p : e.problems()) {
-      if (p.message.empty()) ERRSHIM_FUZZ_FAIL("a problem without a message");
-      if (p.where.line < 0 || p.where.column < 0) ERRSHIM_FUZZ_FAIL("a problem with a negative position");
-      (void)p.to_string();
-    }
+    check_problems(e, true);
     return;
   }
   if (catalog->size() <= 8) {
@@ -102,11 +109,7 @@ inline void snapshot_one(const std::uint8_t* data, std::size_t size) {
   try {
     catalog = CatalogBuilder().add_snapshot(detail::seal_snapshot(bytes(data, size)), "fuzz.snapshot").build();
   } catch (const catalog_error& e) {
-    if (e.problems().empty()) ERRSHIM_FUZZ_FAIL("catalog_error without a problem");
-    for (const Problem& p : e.problems()) {
-      if (p.message.empty()) ERRSHIM_FUZZ_FAIL("a problem without a message");
-      (void)p.to_string();
-    }
+    check_problems(e, false);  // a snapshot's entries carry whatever positions it holds
     return;
   }
   for (const auto& e : catalog->entries()) {
