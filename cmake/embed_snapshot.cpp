@@ -5,10 +5,13 @@
 //
 //   errshim_embed_snapshot OUT.cpp
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <iterator>
 #include <sstream>
 #include <string>
+
+#include <sys/stat.h>
 
 #include <errshim/catalog.hpp>
 
@@ -51,16 +54,21 @@ int main(int argc, char** argv) {
     std::ifstream old(argv[1], std::ios::binary);
     if (old && std::string(std::istreambuf_iterator<char>(old), {}) == text) return 0;
   }
-  const std::string tmp = std::string(argv[1]) + ".tmp";
-  {
-    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    f << text;
-    if (!f.flush()) {
-      std::fprintf(stderr, "errshim_embed_snapshot: cannot write %s\n", tmp.c_str());
-      return 1;
-    }
+  // A fresh file beside OUT (mkstemp: never through a name that exists,
+  // such as a link planted at OUT.tmp), renamed over it.
+  std::string tmp = std::string(argv[1]) + ".XXXXXX";
+  const int fd = ::mkstemp(tmp.data());
+  bool ok = fd >= 0 && ::fchmod(fd, 0644) == 0;  // a source file, not mkstemp's 0600
+  FILE* f = fd >= 0 ? ::fdopen(fd, "wb") : nullptr;
+  ok = ok && f && std::fwrite(text.data(), 1, text.size(), f) == text.size();
+  if (f && std::fclose(f) != 0) ok = false;
+  if (!ok) {
+    if (fd >= 0) std::remove(tmp.c_str());
+    std::fprintf(stderr, "errshim_embed_snapshot: cannot write %s\n", tmp.c_str());
+    return 1;
   }
   if (std::rename(tmp.c_str(), argv[1]) != 0) {
+    std::remove(tmp.c_str());
     std::fprintf(stderr, "errshim_embed_snapshot: cannot write %s\n", argv[1]);
     return 1;
   }

@@ -22,6 +22,7 @@
 #include <errshim/errshim.hpp>
 
 #include "pattern_risk.hpp"
+#include "snapshot.hpp"
 #include "utf8.hpp"
 #include "template.hpp"
 
@@ -63,6 +64,18 @@ inline bool valid_utf8(std::string_view s) {
 
 // ---------------------------------------------------------------- catalog
 
+// What every catalog_error must carry: at least one problem, each with a
+// message (and, for YAML, a position that is not negative).
+inline void check_problems(const catalog_error& e, bool yaml_positions) {
+  if (e.problems().empty()) ERRSHIM_FUZZ_FAIL("catalog_error without a problem");
+  for (const Problem& p : e.problems()) {
+    if (p.message.empty()) ERRSHIM_FUZZ_FAIL("a problem without a message");
+    if (yaml_positions && (p.where.line < 0 || p.where.column < 0))
+      ERRSHIM_FUZZ_FAIL("a problem with a negative position");
+    (void)p.to_string();
+  }
+}
+
 // YAML text -> CatalogBuilder::add_yaml().build(). Only catalog_error may
 // come out; a catalog that builds answers its own examples without throwing
 // and, when small, goes through lint (which runs the backtracking detector).
@@ -71,12 +84,7 @@ inline void catalog_one(const std::uint8_t* data, std::size_t size) {
   try {
     catalog = CatalogBuilder().add_yaml(std::string(bytes(data, size)), "fuzz.yaml").build();
   } catch (const catalog_error& e) {
-    if (e.problems().empty()) ERRSHIM_FUZZ_FAIL("catalog_error without a problem");
-    for (const Problem& p : e.problems()) {
-      if (p.message.empty()) ERRSHIM_FUZZ_FAIL("a problem without a message");
-      if (p.where.line < 0 || p.where.column < 0) ERRSHIM_FUZZ_FAIL("a problem with a negative position");
-      (void)p.to_string();
-    }
+    check_problems(e, true);
     return;
   }
   if (catalog->size() <= 8) {
@@ -86,6 +94,31 @@ inline void catalog_one(const std::uint8_t* data, std::size_t size) {
     for (const MatchExample& ex : e->match_examples) (void)catalog->match(ex.text, ex.context);
     if (catalog->find(e->id) != e.get()) ERRSHIM_FUZZ_FAIL("find() does not return the entry for its own id");
   }
+}
+
+// ---------------------------------------------------------------- snapshot
+
+// Bytes -> sealed as a snapshot body (this errshim's header, a valid
+// checksum), so the reader's every other check is reached, then
+// CatalogBuilder::add_snapshot().build(). Only catalog_error may come out,
+// each problem naming the snapshot; a catalog that builds answers its own
+// examples and its literals without throwing, and writes back a snapshot
+// that loads as the same entries.
+inline void snapshot_one(const std::uint8_t* data, std::size_t size) {
+  CatalogPtr catalog;
+  try {
+    catalog = CatalogBuilder().add_snapshot(detail::seal_snapshot(bytes(data, size)), "fuzz.snapshot").build();
+  } catch (const catalog_error& e) {
+    check_problems(e, false);  // a snapshot's entries carry whatever positions it holds
+    return;
+  }
+  for (const auto& e : catalog->entries()) {
+    for (const MatchExample& ex : e->match_examples) (void)catalog->match(ex.text, ex.context);
+    (void)catalog->match(e->template_text);
+    if (catalog->find(e->id) == nullptr) ERRSHIM_FUZZ_FAIL("find() misses an entry's own id");
+  }
+  const CatalogPtr again = CatalogBuilder().add_snapshot(catalog->snapshot(), "again.snapshot").build();
+  if (again->size() != catalog->size()) ERRSHIM_FUZZ_FAIL("a snapshot written back loads as another number of entries");
 }
 
 // ---------------------------------------------------------------- template

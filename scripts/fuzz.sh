@@ -2,7 +2,7 @@
 # Builds the libFuzzer targets with clang (ASan+UBSan) in build-fuzz and runs
 # each for SECONDS (default 60), one after the other.
 #
-#   scripts/fuzz.sh [SECONDS] [TARGET...]     targets: catalog template match import config_fix
+#   scripts/fuzz.sh [SECONDS] [TARGET...]     targets: catalog template match import config_fix snapshot
 #   scripts/fuzz.sh smoke [TARGET...]         what CI runs: about a minute per target,
 #                                             repeatable (fixed seed and run count, seeds only)
 #
@@ -16,7 +16,7 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${FUZZ_BUILD:-$root/build-fuzz}
-all=(catalog template match import config_fix)
+all=(catalog template match import config_fix snapshot)
 
 seconds=60
 smoke=0
@@ -30,11 +30,11 @@ done
 command -v clang++ >/dev/null || { echo "fuzz.sh: clang++ not found; run scripts/setup.sh --with-fuzz" >&2; exit 2; }
 
 # Inputs never need to be larger than what each target reads in practice.
-declare -A max_len=([catalog]=65536 [template]=4096 [match]=262144 [import]=65536 [config_fix]=16384)
+declare -A max_len=([catalog]=65536 [template]=4096 [match]=262144 [import]=65536 [config_fix]=16384 [snapshot]=65536)
 # Smoke runs: a fixed number of inputs (about a minute each on 2 cores) from
 # the seeds alone with a fixed seed, so a CI finding reproduces exactly with
 # `scripts/fuzz.sh smoke TARGET`; time-bounded runs depend on machine speed.
-declare -A smoke_runs=([catalog]=2500 [template]=100000 [match]=150000 [import]=15000 [config_fix]=60000)
+declare -A smoke_runs=([catalog]=2500 [template]=100000 [match]=150000 [import]=15000 [config_fix]=60000 [snapshot]=30000)
 
 cmake -S "$root" -B "$build" -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DERRSHIM_FUZZ=ON -DERRSHIM_BUILD_TESTS=OFF -DERRSHIM_BUILD_SAMPLES=OFF -DERRSHIM_BUILD_TOOLS=OFF \

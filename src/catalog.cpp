@@ -1,12 +1,17 @@
 #include "errshim/catalog.hpp"
 
 #include <algorithm>
-#include <chrono>
+#include <cerrno>
+#include <cstring>
 #include <fstream>
 #include <random>
 #include <sstream>
 #include <unordered_map>
 #include <unordered_set>
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <fmt/format.h>
 
@@ -26,6 +31,7 @@ struct Catalog::Impl {
   }
   detail::Matcher matcher;
   std::unordered_map<std::string_view, std::size_t> by_id;  // views into the entries' ids
+  std::vector<Problem> warnings;                            // Catalog::warnings()
 };
 
 std::string_view to_string(Safety s) noexcept {
@@ -80,6 +86,8 @@ Catalog::Catalog(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Catalog::~Catalog() = default;
 
 const std::vector<std::shared_ptr<const Entry>>& Catalog::entries() const noexcept { return impl_->matcher.entries(); }
+
+const std::vector<Problem>& Catalog::warnings() const noexcept { return impl_->warnings; }
 
 const Entry* Catalog::find(std::string_view id) const noexcept {
   auto it = impl_->by_id.find(id);
@@ -211,67 +219,304 @@ std::vector<File> layer_files(const std::filesystem::path& path, std::vector<Pro
 }  // namespace
 
 namespace {
-// The cache entry of a layer: a hash of the errshim version and of each
-// file's name and bytes.
-std::string cache_name(const std::vector<File>& files) {
+
+namespace fs = std::filesystem;
+
+// A cache entry is a snapshot of its layer's entries, which name their file
+// in every location: never more than this many bytes per byte of the
+// layer's files and names, so a larger file at an entry's name is refused
+// unread (and a snapshot that would be larger is not written).
+constexpr std::uintmax_t kCacheBytesPerLayerByte = 16;
+constexpr std::uintmax_t kCacheBytesBase = std::uintmax_t{1} << 20;
+
+std::uintmax_t cache_entry_limit(const std::vector<File>& files) {
+  std::uintmax_t n = 0;
+  for (const File& f : files) n += f.name.size() + f.text().size();
+  return kCacheBytesBase + kCacheBytesPerLayerByte * n;
+}
+
+// The layer's hash: of the errshim version and of each file's name and
+// bytes. It names the cache entry and is recorded in it, so an entry built
+// from other bytes is told apart from one of this layer.
+std::uint64_t layer_hash(const std::vector<File>& files) {
   std::uint64_t h = detail::snapshot_checksum(version());
   for (const File& f : files) {
     h = (h ^ detail::snapshot_checksum(f.name)) * 0x9E3779B97F4A7C15ull;
     h = (h ^ detail::snapshot_checksum(f.text())) * 0x9E3779B97F4A7C15ull;
   }
-  return fmt::format("{:016x}.snapshot", h);
+  return h;
 }
 
-// Best effort, atomically (a temporary file renamed over the entry): a
-// reader sees a whole snapshot or none, and a failure only costs the next
-// build a YAML parse.
-void write_cache(const std::filesystem::path& path, const std::vector<std::shared_ptr<const Entry>>& entries,
-                 const detail::MatchPlan& plan) {
-  try {
-    std::error_code ec;
-    std::filesystem::create_directories(path.parent_path(), ec);
-    const std::string bytes = detail::write_snapshot(entries, plan);
-    std::filesystem::path tmp = path;
-    // Unique per writer: processes sharing the cache may write one entry at once.
-    tmp += fmt::format(".{:x}{:x}.tmp", std::random_device{}(),
-                       std::chrono::steady_clock::now().time_since_epoch().count());
-    {
-      std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-      if (!out.write(bytes.data(), static_cast<std::streamsize>(bytes.size())) || !out.flush()) {
-        out.close();
-        std::filesystem::remove(tmp, ec);
+std::string file_kind(mode_t mode) {
+  if (S_ISLNK(mode)) return "a symbolic link";
+  if (S_ISFIFO(mode)) return "a FIFO";
+  if (S_ISDIR(mode)) return "a folder";
+  if (S_ISCHR(mode) || S_ISBLK(mode)) return "a device";
+  if (S_ISSOCK(mode)) return "a socket";
+  return "not a regular file";
+}
+
+// The cache folder of one build. Whoever can write it decides what the
+// catalog holds, so it is used only when it belongs to this user and no one
+// else can write it; entries are looked at without following links or
+// opening anything but regular files of a bounded size, and written to a
+// fresh file (O_EXCL) renamed over the entry, so a reader sees a whole
+// snapshot or none. A folder or entry that is not used only costs a YAML
+// parse, and says why in `warnings`.
+class CacheDir {
+ public:
+  CacheDir(fs::path dir, std::vector<Problem>& warnings) : dir_(std::move(dir)) {
+    auto open_dir = [this] { return ::open(dir_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC); };
+    fd_ = open_dir();
+    if (fd_ < 0 && errno == ENOENT) {
+      // Made private: nobody else may write it, or it would be refused.
+      std::error_code ec;
+      if (dir_.has_parent_path()) fs::create_directories(dir_.parent_path(), ec);
+      if (::mkdir(dir_.c_str(), 0700) == 0 || errno == EEXIST) fd_ = open_dir();
+    }
+    if (fd_ < 0) {
+      const int error = errno;
+      warn(warnings, fmt::format("cannot open the catalog cache folder: {}; catalogs are parsed without it",
+                                 std::strerror(error)));
+      return;
+    }
+    struct stat st {};
+    std::string why;
+    if (::fstat(fd_, &st) != 0)
+      why = fmt::format("cannot examine it: {}", std::strerror(errno));
+    else if (st.st_uid != ::geteuid())
+      why = fmt::format("it belongs to user {}, not to this user ({})", st.st_uid, ::geteuid());
+    else if ((st.st_mode & (S_IWGRP | S_IWOTH)) != 0)
+      why = fmt::format("others can write it (mode {:04o})", st.st_mode & 07777);
+    if (!why.empty()) {
+      warn(warnings, fmt::format("catalog cache folder not used: {}; whoever can write it decides what the catalog "
+                                 "holds. The YAML is parsed instead (use a folder of your own that only you can "
+                                 "write, e.g. chmod go-w)", why));
+      ::close(fd_);
+      fd_ = -1;
+    }
+  }
+  ~CacheDir() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  CacheDir(const CacheDir&) = delete;
+  CacheDir& operator=(const CacheDir&) = delete;
+
+  bool usable() const { return fd_ >= 0; }
+  std::string path(const std::string& name) const { return (dir_ / name).string(); }
+
+  // The bytes of entry `name`: false when there is none (quietly) or it is
+  // refused (with a warning).
+  bool read(const std::string& name, std::uintmax_t limit, std::string& out, std::vector<Problem>& warnings) const {
+    auto refuse = [&](const std::string& why) {
+      warn(warnings, fmt::format("catalog cache entry not used: {}; the layer's YAML is parsed instead", why), name);
+      return false;
+    };
+    // Looked at before it is opened, so a FIFO or device is never opened.
+    struct stat st {};
+    if (::fstatat(fd_, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0)
+      return errno == ENOENT ? false : refuse(fmt::format("cannot examine it: {}", std::strerror(errno)));
+    if (!S_ISREG(st.st_mode)) return refuse(fmt::format("it is {}, not a regular file", file_kind(st.st_mode)));
+    auto too_big = [&](const struct stat& s) {
+      return static_cast<std::uintmax_t>(s.st_size) > limit;
+    };
+    const auto size_problem = [&](const struct stat& s) {
+      return fmt::format("it holds {} bytes, more than a snapshot of this layer can ({})", s.st_size, limit);
+    };
+    if (too_big(st)) return refuse(size_problem(st));
+    // O_NONBLOCK and a second look: the name may be replaced meanwhile.
+    const int fd = ::openat(fd_, name.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) return refuse(fmt::format("cannot open it: {}", std::strerror(errno)));
+    std::string why;
+    if (::fstat(fd, &st) != 0)
+      why = fmt::format("cannot examine it: {}", std::strerror(errno));
+    else if (!S_ISREG(st.st_mode))
+      why = fmt::format("it is {}, not a regular file", file_kind(st.st_mode));
+    else if (too_big(st))
+      why = size_problem(st);
+    if (why.empty()) {
+      // One byte more than its size is asked for, to see that it ended there.
+      out.resize(static_cast<std::size_t>(st.st_size) + 1);
+      std::size_t got = 0;
+      while (got < out.size()) {
+        const ssize_t n = ::read(fd, out.data() + got, out.size() - got);
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) why = fmt::format("cannot read it: {}", std::strerror(errno));
+        if (n <= 0) break;
+        got += static_cast<std::size_t>(n);
+      }
+      if (why.empty() && got != static_cast<std::size_t>(st.st_size)) why = "it changed size while it was read";
+      out.resize(got);
+    }
+    ::close(fd);
+    return why.empty() ? true : refuse(why);
+  }
+
+  // Best effort: a failure costs the next build a YAML parse.
+  void write(const std::string& name, const std::string& bytes) const {
+    std::random_device rd;
+    for (int attempt = 0; attempt < 8; ++attempt) {
+      // Unique per writer: processes sharing the cache may write one entry at once.
+      const std::string tmp = fmt::format("{}.{:08x}{:08x}.tmp", name, rd(), rd());
+      const int fd = ::openat(fd_, tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+      if (fd < 0) {
+        if (errno == EEXIST) continue;
         return;
       }
+      bool ok = true;
+      for (std::size_t done = 0; ok && done < bytes.size();) {
+        const ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
+        if (n < 0 && errno == EINTR) continue;
+        ok = n > 0;
+        if (ok) done += static_cast<std::size_t>(n);
+      }
+      ok = ::close(fd) == 0 && ok;
+      if (!ok || ::renameat(fd_, tmp.c_str(), fd_, name.c_str()) != 0) ::unlinkat(fd_, tmp.c_str(), 0);
+      return;
     }
-    std::filesystem::rename(tmp, path, ec);
-    if (ec) std::filesystem::remove(tmp, ec);
-  } catch (const std::exception&) {
   }
+
+ private:
+  void warn(std::vector<Problem>& warnings, std::string message, const std::string& name = {}) const {
+    warnings.push_back(detail::file_problem(name.empty() ? dir_.string() : path(name), std::move(message)));
+  }
+
+  fs::path dir_;
+  int fd_ = -1;
+};
+
+// One source's entries, read before the layers are put together.
+struct Layer {
+  std::vector<File> files;  // a YAML layer's files; none for a snapshot
+  std::vector<std::shared_ptr<const Entry>> entries;
+  detail::MatchPlan plan;   // from a snapshot or the cache; for a cached layer, planned here
+  std::string cache_entry;  // the entry's name in the cache folder; empty: not cached
+  std::uint64_t hash = 0;   // layer_hash(files), when cached
+  bool from_cache = false;
+  bool read_problems = false;  // finding or reading its files
+  bool had_problems = false;   // reading or parsing its files (a layer with problems is never cached)
+};
+
+void parse_layer(Layer& layer, std::vector<Problem>& problems) {
+  const std::size_t before = problems.size();
+  layer.entries.clear();
+  layer.plan = {};
+  layer.from_cache = false;
+  for (const File& f : layer.files) {
+    std::vector<Entry> parsed = detail::parse_catalog(f.text(), f.name, problems);
+    layer.entries.reserve(layer.entries.size() + parsed.size());
+    for (Entry& e : parsed) layer.entries.push_back(std::make_shared<const Entry>(std::move(e)));
+  }
+  layer.had_problems = layer.read_problems || problems.size() != before;
 }
+
+// Reads the layer from its cache entry, if there is a sound one: a
+// snapshot that says it was built from these very bytes.
+bool read_cached(const CacheDir& cache, Layer& layer, std::vector<Problem>& warnings) {
+  std::string bytes;
+  if (!cache.read(layer.cache_entry, cache_entry_limit(layer.files), bytes, warnings)) return false;
+  const std::string path = cache.path(layer.cache_entry);
+  std::vector<Problem> unusable;
+  detail::Snapshot snap = detail::read_snapshot(bytes, path, unusable);
+  std::string why;
+  if (!unusable.empty())
+    why = unusable.front().message;
+  else if (snap.source != layer.hash)
+    why = fmt::format("it is a snapshot of other bytes than this layer's (source {:016x}, the layer is {:016x})",
+                      snap.source, layer.hash);
+  if (!why.empty()) {
+    warnings.push_back(detail::file_problem(
+        path, fmt::format("catalog cache entry not used: {}; the layer's YAML is parsed instead", why)));
+    return false;
+  }
+  layer.entries = std::move(snap.entries);
+  layer.plan = std::move(snap.plan);
+  layer.from_cache = true;
+  return true;
+}
+
 }  // namespace
 
 CatalogPtr CatalogBuilder::build() const {
-  std::vector<Problem> problems;
-  std::vector<std::shared_ptr<const Entry>> entries;
-  // id -> position in entries. Keys view the ids of the entries stored there
-  // (hashing, not a copy and an ordered tree per id: at 100,000 entries the
-  // copies cost a tenth of a snapshot's load).
-  std::unordered_map<std::string_view, std::size_t> index;
-  // A snapshot's match plan, kept when the snapshot is the whole catalog
-  // (other layers change the entries, and with them every key's rarity).
-  detail::MatchPlan plan;
+  std::vector<Problem> problems;  // of reading and parsing the sources
+  std::vector<Problem> warnings;  // what was worked around: the cache
+  std::optional<CacheDir> cache;  // opened for the first YAML layer
+  std::vector<Layer> layers(sources_.size());
+  for (std::size_t s = 0; s < sources_.size(); ++s) {
+    const Source& src = sources_[s];
+    Layer& layer = layers[s];
+    const std::size_t before = problems.size();
+    auto take = [&layer](detail::Snapshot snap) {
+      layer.entries = std::move(snap.entries);
+      layer.plan = std::move(snap.plan);
+    };
+    switch (src.kind) {
+      case Source::Kind::embedded: {
+        // The library embeds a snapshot; builds without one (the fuzz
+        // targets, the build step that writes it) embed the YAML.
+        const detail::EmbeddedCatalog& embedded = detail::embedded_catalog();
+        if (!embedded.snapshot.empty())
+          take(detail::read_snapshot(embedded.snapshot, "<embedded catalog snapshot>", problems));
+        else
+          for (const auto& [name, text] : embedded.files) layer.files.push_back({std::string(name), {}, text});
+        break;
+      }
+      case Source::Kind::path:
+        if (is_snapshot(src.path)) {
+          std::string bytes;
+          if (read_file(src.path, bytes))
+            take(detail::read_snapshot(bytes, src.name, problems));
+          else
+            problems.push_back(detail::file_problem(src.name, "cannot read the snapshot file"));
+        } else {
+          layer.files = layer_files(src.path, problems);
+        }
+        break;
+      case Source::Kind::text: layer.files.push_back({src.name, {}, src.text}); break;
+      case Source::Kind::snapshot: take(detail::read_snapshot(src.text, src.name, problems)); break;
+    }
+    if (layer.files.empty()) continue;
+    layer.read_problems = problems.size() != before;
+    // A cached snapshot of exactly these bytes stands in for parsing them.
+    if (!cache_dir_.empty()) {
+      if (!cache) cache.emplace(cache_dir_, warnings);
+      if (cache->usable()) {
+        layer.hash = layer_hash(layer.files);
+        layer.cache_entry = fmt::format("{:016x}.snapshot", layer.hash);
+        if (read_cached(*cache, layer, warnings)) continue;
+      }
+    }
+    parse_layer(layer, problems);
+  }
 
-  for (const Source& src : sources_) {
-    std::unordered_set<std::string_view> layer_ids;  // defined by this layer so far
-    auto add_layer_entries = [&](const std::vector<std::shared_ptr<const Entry>>& parsed) {
+  // The layers put together. A cached layer is checked by the rules of a
+  // parsed one (unique ids, patterns that compile), and one that breaks
+  // them is parsed from its YAML instead and the whole is put together
+  // again: the cache never fails a build its YAML would pass.
+  for (;;) {
+    std::vector<Problem> all = problems;
+    std::vector<std::shared_ptr<const Entry>> entries;
+    std::vector<std::size_t> origin;  // entry -> its layer
+    // id -> position in entries. Keys view the ids of the entries stored
+    // there (hashing, not a copy and an ordered tree per id: at 100,000
+    // entries the copies cost a tenth of a snapshot's load).
+    std::unordered_map<std::string_view, std::size_t> index;
+    std::vector<std::optional<Problem>> blamed(layers.size());  // a layer's first problem here
+    auto blame = [&](std::size_t layer, const Problem& p) {
+      if (!blamed[layer]) blamed[layer] = p;
+    };
+    for (std::size_t l = 0; l < layers.size(); ++l) {
+      std::unordered_set<std::string_view> layer_ids;  // defined by this layer so far
+      const auto& parsed = layers[l].entries;
       index.reserve(index.size() + parsed.size());
-      layer_ids.reserve(layer_ids.size() + parsed.size());
+      layer_ids.reserve(parsed.size());
       for (const std::shared_ptr<const Entry>& shared : parsed) {
         const Entry& e = *shared;
         if (layer_ids.count(e.id) != 0) {
           const Location& first = entries[index.at(e.id)]->where;
-          problems.push_back({e.where, e.id,
-                              fmt::format("duplicate id (first defined at {}:{}:{})", first.file, first.line, first.column)});
+          all.push_back({e.where, e.id,
+                         fmt::format("duplicate id (first defined at {}:{}:{})", first.file, first.line, first.column)});
+          blame(l, all.back());
           continue;
         }
         const std::string_view id = shared->id;
@@ -280,74 +525,59 @@ CatalogPtr CatalogBuilder::build() const {
           const std::size_t at = it->second;
           index.erase(it);  // its key views the id of the entry replaced
           entries[at] = shared;
+          origin[at] = l;
           index.emplace(id, at);
         } else {
           index.emplace(id, entries.size());
           entries.push_back(shared);
+          origin.push_back(l);
         }
         layer_ids.insert(id);
       }
-    };
-    auto add_snapshot_entries = [&](detail::Snapshot snap) {
-      if (sources_.size() == 1) plan = std::move(snap.plan);
-      add_layer_entries(snap.entries);
-    };
-    std::vector<File> files;
-    switch (src.kind) {
-      case Source::Kind::embedded: {
-        const detail::EmbeddedCatalog& embedded = detail::embedded_catalog();
-        if (!embedded.snapshot.empty())
-          add_snapshot_entries(detail::read_snapshot(embedded.snapshot, "<embedded catalog snapshot>", problems));
-        for (const auto& [name, text] : embedded.files) files.push_back({std::string(name), {}, text});
-        break;
-      }
-      case Source::Kind::path:
-        if (is_snapshot(src.path)) {
-          std::string bytes;
-          if (read_file(src.path, bytes))
-            add_snapshot_entries(detail::read_snapshot(bytes, src.name, problems));
-          else
-            problems.push_back(detail::file_problem(src.name, "cannot read the snapshot file"));
-        } else {
-          files = layer_files(src.path, problems);
-        }
-        break;
-      case Source::Kind::text: files.push_back({src.name, {}, src.text}); break;
-      case Source::Kind::snapshot: add_snapshot_entries(detail::read_snapshot(src.text, src.name, problems)); break;
     }
-    if (files.empty()) continue;
-    // A cached snapshot of exactly these bytes stands in for parsing them.
-    std::filesystem::path cached;
-    if (!cache_dir_.empty()) {
-      cached = cache_dir_ / cache_name(files);
-      std::string bytes;
-      std::vector<Problem> unusable;  // a bad cache entry is parsed around, not reported
-      if (read_file(cached, bytes)) {
-        detail::Snapshot snap = detail::read_snapshot(bytes, cached.string(), unusable);
-        if (unusable.empty()) {
-          add_snapshot_entries(std::move(snap));
-          continue;
-        }
+    index.clear();
+    // A layer's match plan is kept when the layer is the whole catalog
+    // (other layers change the entries, and with them every key's rarity);
+    // a layer about to be cached is planned here, once, for both.
+    detail::MatchPlan plan;
+    if (layers.size() == 1) {
+      Layer& only = layers.front();
+      const bool to_cache = !only.cache_entry.empty() && !only.from_cache && !only.had_problems;
+      if (to_cache) only.plan = detail::plan_matching(only.entries);
+      plan = to_cache ? only.plan : std::move(only.plan);
+    }
+    const std::size_t before_matcher = all.size();
+    auto impl = std::make_unique<Catalog::Impl>(std::move(entries), all, std::move(plan));
+    for (std::size_t i = before_matcher; i < all.size(); ++i)
+      if (auto it = impl->by_id.find(all[i].entry_id); it != impl->by_id.end()) blame(origin[it->second], all[i]);
+
+    bool again = false;
+    for (std::size_t l = 0; l < layers.size(); ++l) {
+      Layer& layer = layers[l];
+      if (!blamed[l] || !layer.from_cache) continue;
+      warnings.push_back(detail::file_problem(
+          cache->path(layer.cache_entry),
+          fmt::format("catalog cache entry not used: {}; the layer's YAML is parsed instead", blamed[l]->to_string())));
+      parse_layer(layer, problems);
+      again = true;
+    }
+    if (again) continue;
+
+    for (std::size_t l = 0; l < layers.size(); ++l) {
+      Layer& layer = layers[l];
+      if (layer.cache_entry.empty() || layer.from_cache || layer.had_problems || blamed[l]) continue;
+      try {
+        if (layers.size() != 1) layer.plan = detail::plan_matching(layer.entries);
+        const std::string bytes = detail::write_snapshot(layer.entries, layer.plan, layer.hash);
+        if (bytes.size() <= cache_entry_limit(layer.files)) cache->write(layer.cache_entry, bytes);
+      } catch (const std::exception&) {
+        // Out of memory writing a cache entry costs the next build a parse, nothing more.
       }
     }
-    const std::size_t problems_before = problems.size();
-    std::vector<std::shared_ptr<const Entry>> layer;
-    for (const File& f : files) {
-      std::vector<Entry> parsed = detail::parse_catalog(f.text(), f.name, problems);
-      layer.reserve(layer.size() + parsed.size());
-      for (Entry& e : parsed) layer.push_back(std::make_shared<const Entry>(std::move(e)));
-    }
-    add_layer_entries(layer);
-    if (!cached.empty() && problems.size() == problems_before) {
-      detail::MatchPlan layer_plan = detail::plan_matching(layer);
-      write_cache(cached, layer, layer_plan);
-      // The layer is the whole catalog: the matcher need not plan it again.
-      if (sources_.size() == 1) plan = std::move(layer_plan);
-    }
+    if (!all.empty()) throw catalog_error(std::move(all));
+    impl->warnings = std::move(warnings);
+    return CatalogPtr(new Catalog(std::move(impl)));
   }
-  auto impl = std::make_unique<Catalog::Impl>(std::move(entries), problems, std::move(plan));
-  if (!problems.empty()) throw catalog_error(std::move(problems));
-  return CatalogPtr(new Catalog(std::move(impl)));
 }
 
 }  // namespace errshim

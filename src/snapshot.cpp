@@ -14,7 +14,8 @@ namespace errshim::detail {
 namespace {
 
 // Bump when the layout below changes. 2: the match plan and a checksum.
-constexpr std::uint32_t kFormat = 2;
+// 3: the hash of the source bytes.
+constexpr std::uint32_t kFormat = 3;
 constexpr std::string_view kMagic = "errshim catalog snapshot\n";
 
 // A 64-bit checksum of the bytes before it, last in the file: a damaged
@@ -348,11 +349,36 @@ void Reader::entry(Entry& e) {
 
 std::uint64_t snapshot_checksum(std::string_view bytes) { return checksum(bytes); }
 
-std::string write_snapshot(const std::vector<std::shared_ptr<const Entry>>& entries, const MatchPlan& plan) {
-  Writer w;
+namespace {
+void header(Writer& w) {
   for (char c : kMagic) w.u8(static_cast<std::uint8_t>(c));
   w.u32(kFormat);
   w.str(version());
+}
+}  // namespace
+
+std::string_view snapshot_body(std::string_view snapshot) {
+  Writer w;
+  header(w);
+  const std::size_t n = w.bytes().size();
+  if (snapshot.size() < n + 8 || snapshot.substr(0, n) != w.bytes()) return {};
+  return snapshot.substr(n, snapshot.size() - n - 8);
+}
+
+std::string seal_snapshot(std::string_view body) {
+  Writer w;
+  header(w);
+  for (char c : body) w.u8(static_cast<std::uint8_t>(c));
+  const std::uint64_t sum = checksum(w.bytes());
+  w.i64(static_cast<std::int64_t>(sum));
+  return w.take();
+}
+
+std::string write_snapshot(const std::vector<std::shared_ptr<const Entry>>& entries, const MatchPlan& plan,
+                           std::uint64_t source) {
+  Writer w;
+  header(w);
+  w.i64(static_cast<std::int64_t>(source));
   w.count(entries.size());
   for (const auto& e : entries) w.entry(*e);
   w.count(plan.items.size());
@@ -392,6 +418,7 @@ Snapshot read_snapshot(std::string_view bytes, const std::string& name, std::vec
     Reader in(bytes.substr(kMagic.size(), body));
     in.u32();
     in.str();
+    out.source = static_cast<std::uint64_t>(in.i64());
     // Built in place: an Entry is ~700 bytes, and moving each into its
     // shared_ptr cost a twentieth of the load. Room for one entry per 512
     // bytes is reserved, so a damaged count reserves at most about the
@@ -401,7 +428,17 @@ Snapshot read_snapshot(std::string_view bytes, const std::string& name, std::vec
       in.entry(*e);
       return std::shared_ptr<const Entry>(std::move(e));
     }, 512);
-    in.list(out.plan.items, [&in] { return in.plan_item(); }, 32);
+    // The winner rule negates a specificity as a signed number; it counts
+    // characters of the pattern, so a larger one was never written by us.
+    in.list(out.plan.items, [&in, &out, i = std::size_t{0}]() mutable {
+      const std::size_t at = in.offset();
+      MatchPlan::Item item = in.plan_item();
+      if (i < out.entries.size() && item.specificity > out.entries[i]->pattern.size())
+        in.fail(at, fmt::format("the match plan gives entry '{}' a specificity of {}, more than its pattern's {} "
+                                "characters", out.entries[i]->id, item.specificity, out.entries[i]->pattern.size()));
+      ++i;
+      return item;
+    }, 32);
     if (out.plan.items.size() != out.entries.size())
       in.fail(in.offset(), fmt::format("a match plan for {} entries, the snapshot holds {}", out.plan.items.size(),
                                        out.entries.size()));

@@ -12,8 +12,10 @@
 // matcher is built, as for YAML). What is checked is the container: the
 // magic, the format and errshim versions (the layout follows Entry, so a
 // snapshot from another version is refused rather than misread), a checksum
-// of the whole, and every length against the bytes left, so a truncated or
-// damaged snapshot is refused with a problem, never misread.
+// of the whole, every length against the bytes left, and every number the
+// matcher computes with against its range (a plan's specificity is at most
+// its pattern's length), so a truncated, damaged or crafted snapshot is
+// refused with a problem, never misread.
 #pragma once
 
 #include <cstdint>
@@ -27,17 +29,29 @@
 
 namespace errshim::detail {
 
-// `plan` is plan_matching(entries).
-std::string write_snapshot(const std::vector<std::shared_ptr<const Entry>>& entries, const MatchPlan& plan);
+// `plan` is plan_matching(entries). `source` is a hash of the bytes the
+// entries were parsed from (the catalog cache's layer hash; 0: none given),
+// so a reader can tell a snapshot of other bytes from one of its own.
+std::string write_snapshot(const std::vector<std::shared_ptr<const Entry>>& entries, const MatchPlan& plan,
+                           std::uint64_t source = 0);
 
 struct Snapshot {
   std::vector<std::shared_ptr<const Entry>> entries;
-  MatchPlan plan;  // one item per entry
+  MatchPlan plan;            // one item per entry
+  std::uint64_t source = 0;  // as given to write_snapshot
 };
 
 // The 64-bit checksum a snapshot ends with, of any bytes (the catalog cache
 // names its entries with it).
 std::uint64_t snapshot_checksum(std::string_view bytes);
+
+// A snapshot's body (what follows the header, before the checksum) and
+// its inverse: `body` with this errshim's header and a valid checksum. For
+// the fuzz target that loads random bodies, and for tests that craft
+// checksum-valid snapshots. snapshot_body is empty for anything that is not
+// a snapshot of this format and version.
+std::string_view snapshot_body(std::string_view snapshot);
+std::string seal_snapshot(std::string_view body);
 
 // What a snapshot holds; on any problem, nothing and one problem naming `name`.
 Snapshot read_snapshot(std::string_view bytes, const std::string& name, std::vector<Problem>& problems);

@@ -87,5 +87,9 @@ TEST(FuzzRegression, ConfigFixInputsNeverChangeTheCallersConfig) {
   EXPECT_GT(replay("config_fix", fuzz::config_fix_one), 0u);
 }
 
+TEST(FuzzRegression, SealedSnapshotInputsLoadOrFailWithProblems) {
+  EXPECT_GT(replay("snapshot", fuzz::snapshot_one), 0u);
+}
+
 }  // namespace
 }  // namespace errshim

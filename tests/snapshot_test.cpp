@@ -4,9 +4,14 @@
 // being misread.
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <filesystem>
+#include <fstream>
+#include <limits>
 #include <string>
 #include <vector>
+
+#include <sys/stat.h>
 
 #include <errshim/catalog.hpp>
 #include <errshim/version.hpp>
@@ -248,6 +253,62 @@ TEST(Snapshot, StoresTheMatchPlanTheCatalogWouldWorkOut) {
   EXPECT_GT(keyed, cat->size() * 9 / 10);
   EXPECT_GT(bounded, 0u);
   EXPECT_GT(anchored, 0u);
+}
+
+TEST(Snapshot, ASpecificityLongerThanItsPatternIsRefused) {
+  // Checksum-valid, so only a range check stops it: the winner rule negates
+  // a specificity as a signed number (2^63 overflows).
+  const CatalogPtr cat = catalog_from(file_yaml(entry_yaml("t.one", "first message") + entry_yaml("t.two", "second")));
+  for (const std::size_t bad : {std::size_t{1} << 63, std::numeric_limits<std::size_t>::max(), std::size_t{14}}) {
+    detail::MatchPlan plan = detail::plan_matching(cat->entries());
+    plan.items[1].specificity = bad;  // "second" is 6 characters
+    const std::vector<Problem> ps =
+        problems_of(CatalogBuilder().add_snapshot(detail::write_snapshot(cat->entries(), plan), "cat.snapshot"));
+    ASSERT_EQ(ps.size(), 1u) << bad;
+    EXPECT_EQ(ps[0].where.file, "cat.snapshot");
+    EXPECT_NE(ps[0].message.find("gives entry 't.two' a specificity of " + std::to_string(bad)), std::string::npos)
+        << ps[0].message;
+  }
+  // Its own length is fine.
+  detail::MatchPlan plan = detail::plan_matching(cat->entries());
+  plan.items[1].specificity = cat->entries()[1]->pattern.size();
+  EXPECT_TRUE(problems_of(CatalogBuilder().add_snapshot(detail::write_snapshot(cat->entries(), plan))).empty());
+}
+
+TEST(Snapshot, RecordsTheHashOfItsSource) {
+  const CatalogPtr cat = catalog_from(file_yaml(entry_yaml("t.one", "first message")));
+  std::vector<Problem> problems;
+  const auto plan = detail::plan_matching(cat->entries());
+  EXPECT_EQ(detail::read_snapshot(detail::write_snapshot(cat->entries(), plan, 0x0123456789abcdefull), "s", problems).source,
+            0x0123456789abcdefull);
+  EXPECT_EQ(detail::read_snapshot(cat->snapshot(), "s", problems).source, 0u);  // none given
+  EXPECT_TRUE(problems.empty());
+}
+
+// `errshim snapshot OUT` writes a fresh temporary file beside OUT (never
+// one a name already points to) and renames it: run as root, a link planted
+// at the temporary name the tool used to write made it overwrite any file.
+TEST(Snapshot, TheCliWritesNoFileAPlantedLinkPointsTo) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::path(::testing::TempDir()) / "errshim_snapshot_cli";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const fs::path victim = dir / "shadow", out = dir / "out.snapshot";
+  std::ofstream(victim) << "root:secret\n";
+  ASSERT_EQ(::chmod(victim.c_str(), 0600), 0);
+  fs::create_symlink(victim, dir / "out.snapshot.tmp");
+  const std::string cmd = std::string(ERRSHIM_CLI) + " snapshot " + out.string() + " 2>/dev/null";
+  EXPECT_EQ(std::system(cmd.c_str()), 0);
+  std::ifstream in(victim);
+  EXPECT_TRUE(std::string(std::istreambuf_iterator<char>(in), {}) == "root:secret\n");  // not the snapshot
+  EXPECT_FALSE(fs::is_symlink(out));
+  const CatalogPtr loaded = CatalogBuilder().add_path(out).build();
+  EXPECT_EQ(loaded->size(), Catalog::embedded()->size());
+  // No temporary file is left; the planted link is left alone.
+  std::size_t files = 0;
+  for (const auto& e : fs::directory_iterator(dir)) files += (void(e), 1);
+  EXPECT_EQ(files, 3u);
+  fs::remove_all(dir);
 }
 
 }  // namespace

@@ -1,5 +1,8 @@
 // The errshim command-line tool. It uses only the public API, like any user.
+#include <cerrno>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <filesystem>
 #include <functional>
@@ -162,7 +165,9 @@ errshim::CatalogPtr catalog_for(const Args& a) {
   b.add_embedded();
   for (const auto& c : a.catalogs) b.add_path(c);
   if (!a.cache.empty()) b.cache_in(a.cache);
-  return b.build();
+  errshim::CatalogPtr catalog = b.build();
+  for (const errshim::Problem& w : catalog->warnings()) fmt::print(stderr, "errshim: warning: {}\n", w.to_string());
+  return catalog;
 }
 
 // What explain, fix and import read whole (standard input, import's
@@ -447,18 +452,33 @@ int snapshot(const Args& a) {
     throw usage_error(fmt::format("'{}': name the snapshot *.snapshot, so --catalog reads it as one", out.string()));
   const errshim::CatalogPtr catalog = catalog_for(a);
   const std::string bytes = catalog->snapshot();
-  // Written beside OUT, then renamed over it: a server watching OUT never
-  // reads half a snapshot.
-  std::filesystem::path tmp = out;
-  tmp += ".tmp";
-  {
-    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-    if (!f.flush()) throw std::runtime_error(fmt::format("cannot write '{}'", tmp.string()));
+  // Written to a fresh file beside OUT (mkstemp: a new name, O_EXCL, so
+  // never through a link planted there), then renamed over it: a server
+  // watching OUT never reads half a snapshot.
+  const std::filesystem::path dir = out.has_parent_path() ? out.parent_path() : std::filesystem::path(".");
+  std::string tmp = (dir / (out.filename().string() + ".XXXXXX")).string();
+  const int fd = ::mkstemp(tmp.data());
+  if (fd < 0) throw std::runtime_error(fmt::format("cannot write in '{}': {}", dir.string(), std::strerror(errno)));
+  // The mode a file created in place gets (mkstemp's is 0600).
+  const mode_t mask = ::umask(0);
+  ::umask(mask);
+  bool written = ::fchmod(fd, 0666 & ~mask) == 0;
+  for (std::size_t done = 0; written && done < bytes.size();) {
+    const ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    written = n > 0;
+    if (written) done += static_cast<std::size_t>(n);
   }
-  std::error_code ec;
-  std::filesystem::rename(tmp, out, ec);
-  if (ec) throw std::runtime_error(fmt::format("cannot replace '{}': {}", out.string(), ec.message()));
+  const int error = errno;
+  if (::close(fd) != 0 || !written) {
+    ::unlink(tmp.c_str());
+    throw std::runtime_error(fmt::format("cannot write '{}': {}", tmp, std::strerror(error)));
+  }
+  if (::rename(tmp.c_str(), out.c_str()) != 0) {
+    const int e = errno;
+    ::unlink(tmp.c_str());
+    throw std::runtime_error(fmt::format("cannot replace '{}': {}", out.string(), std::strerror(e)));
+  }
   fmt::print(stderr, "errshim snapshot: {} entries, {} bytes written to {}\n", catalog->size(), bytes.size(), out.string());
   return kOk;
 }

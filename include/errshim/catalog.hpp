@@ -163,6 +163,12 @@ class Catalog {
   const Entry* find(std::string_view id) const noexcept;
   std::size_t size() const noexcept { return entries().size(); }
 
+  // What build() worked around without failing, each naming its file: a
+  // catalog cache folder or entry that was not used (the layer's YAML was
+  // parsed instead). Empty for most catalogs; the CLI prints these on
+  // standard error.
+  const std::vector<Problem>& warnings() const noexcept;
+
   // Normalises `message` (tracebacks, Caused-by chains, log prefixes; see
   // normalize.hpp) and returns the winning entry.
   //
@@ -222,13 +228,19 @@ class CatalogBuilder {
 
   // Keeps a snapshot of each YAML layer (add_path, add_yaml) in folder
   // `dir`, named by a hash of the layer's file names and bytes and of the
-  // errshim version: a later build of the same bytes reads the snapshot
-  // instead of parsing YAML (10,000 entries: ~30 ms instead of ~1.3 s),
-  // e.g. across restarts, CLI calls and reloads of unchanged files. The
-  // cache is never the source of truth: a missing, damaged or unwritable
-  // entry means the YAML is parsed as without a cache, and nothing is
-  // written for a layer with problems. Old entries are not removed; the
-  // folder may be emptied at any time.
+  // errshim version, which the snapshot records too: a later build of the
+  // same bytes reads the snapshot instead of parsing YAML (10,000 entries:
+  // ~30 ms instead of ~1.3 s), e.g. across restarts, CLI calls and reloads
+  // of unchanged files. The cache is never the source of truth: a missing,
+  // damaged, foreign (a snapshot of other bytes), oversized or non-regular
+  // entry, or one whose entries break a rule of the YAML loader (a
+  // duplicate id, a pattern that does not compile), means the YAML is parsed
+  // as without a cache and the entry rewritten; nothing is written for a
+  // layer with problems. Whoever can write `dir` decides what the catalog
+  // holds, so a folder that is not this user's, or that others can write,
+  // is not used at all. Each of these is a Catalog::warnings() item, never
+  // an error. A missing `dir` is created (mode 0700). Old entries are not
+  // removed; the folder may be emptied at any time.
   CatalogBuilder& cache_in(std::filesystem::path dir);
 
   // Parses and compiles every layer. Throws catalog_error listing every
