@@ -403,7 +403,11 @@ std::string root_cause_problem(const Diagnosis& d) {
     return fmt::format("not applied: the error was found in part {} of the message (a later chained error), not at "
                        "its root cause; text there may come from a prompt",
                        d.segment_index + 1);
-  const std::string_view before = std::string_view(d.segment).substr(0, std::min(d.offset, d.segment.size()));
+  std::string_view before = std::string_view(d.segment).substr(0, std::min(d.offset, d.segment.size()));
+  // Rust's todo!/unimplemented!/unreachable! put these before the message
+  // they were given: the upstream's own text follows.
+  for (std::string_view macro : {"not implemented: ", "not yet implemented: ", "internal error: entered unreachable code: "})
+    if (before.substr(0, macro.size()) == macro) before.remove_prefix(macro.size());
   if (before.find('\n') != std::string_view::npos)
     return "not applied: the error text starts on a later line of the message, not at its start; text there may "
            "come from a prompt";

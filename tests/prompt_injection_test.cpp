@@ -15,6 +15,8 @@
 
 #include <errshim/errshim.hpp>
 
+#include "test_catalogs.hpp"
+
 namespace errshim {
 namespace {
 
@@ -277,6 +279,86 @@ INSTANTIATE_TEST_SUITE_P(ShippedCaptureFixes, PromptInjection, ::testing::Values
 TEST(PromptInjection, EveryShippedCaptureFedEntryIsCovered) {
   // The table above is the catalog's own list; guard against it going empty.
   EXPECT_GE(capture_fed_entries().size(), 8u);
+}
+
+// ---- lint: what may feed a fix value
+
+std::string lint_text(const std::string& entries) {
+  std::string all;
+  for (const Problem& p : lint(*testing::catalog_from(testing::file_yaml(entries)))) all += p.to_string() + "\n";
+  return all;
+}
+
+std::string device_entry(const std::string& capture_patterns) {
+  return "  - id: lib.index_copy.device\n"
+         "    template: 'index_copy_(): but got (self) {self_device}, (index) {index_device}, and (source) "
+         "{source_device}'\n" + capture_patterns +
+         "    source: {path: a.cpp, line: 1}\n"
+         "    error_class: c10::Error\n"
+         "    kind: configuration\n"
+         "    cause: c\n"
+         "    trigger: t\n"
+         "    remediation:\n"
+         "      - text: r\n"
+         "        fix: {set: {cache_device: '{source_device}'}, safety: safe}\n"
+         "    examples:\n"
+         "      match:\n"
+         "        - text: 'index_copy_(): but got (self) meta, (index) cpu, and (source) cpu'\n"
+         "          captures: {source_device: cpu}\n";
+}
+
+// The shipped device entry had no capture_patterns: its placeholder took the
+// rest of the line, prompt text included, straight into cache_device.
+TEST(FixValueLint, RefusesALooseCaptureThatFeedsAFix) {
+  const std::string loose = lint_text(device_entry(""));
+  EXPECT_NE(loose.find("test.yaml:5:5: entry 'lib.index_copy.device': remediation step 1: fix key 'cache_device' "
+                       "writes capture 'source_device', whose regex '[^\\n]+' is not tight"),
+            std::string::npos)
+      << loose;
+  EXPECT_NE(loose.find("give it a 'capture_patterns' entry"), std::string::npos);
+  EXPECT_EQ(lint_text(device_entry("    capture_patterns: {source_device: '[a-z]+(?:[:][0-9]+)?'}\n")), "");
+  for (const char* pattern : {"\\S+", "[^)]+", "[a-z /]+", ".+", "\\w+(?=x)", "[a-z]+ [a-z]+"}) {
+    SCOPED_TRACE(pattern);
+    EXPECT_NE(lint_text(device_entry(std::string("    capture_patterns: {source_device: '") + pattern + "'}\n"))
+                  .find("is not tight"),
+              std::string::npos);
+  }
+}
+
+TEST(FixValueLint, RefusesACaptureFedKeyWithoutAValidator) {
+  std::string y = device_entry("    capture_patterns: {source_device: '[a-z]+'}\n");
+  y.replace(y.find("cache_device: "), 12, "shell_command");
+  const std::string text = lint_text(y);
+  EXPECT_NE(text.find("fix key 'shell_command' reads a value from the message, but errshim has no validator"),
+            std::string::npos)
+      << text;
+}
+
+TEST(FixValueLint, RefusesALiteralValueItsKeyRejects) {
+  std::string y = device_entry("    capture_patterns: {source_device: '[a-z]+'}\n");
+  y.replace(y.find("'{source_device}'"), 17, "gpu-ish, safe: 1");
+  y.replace(y.find("safe: 1"), 7, "num_beams: 0");
+  const std::string text = lint_text(y);
+  EXPECT_NE(text.find("fix key 'cache_device': value 'gpu-ish' for 'cache_device' is refused: a device is one of cpu"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("value '0' for 'num_beams' is refused: a beam or sequence count lies in [1, 256]"),
+            std::string::npos)
+      << text;
+}
+
+// Every shipped entry with a fix is applied for its own examples: the
+// root-cause rule must not turn the catalog's real messages away.
+TEST(RootCause, EveryShippedExampleOfAnEntryWithAFixIsARootCause) {
+  for (const auto& e : Catalog::embedded()->entries()) {
+    const bool fixes = std::any_of(e->remediation.begin(), e->remediation.end(), [](const Remediation& r) { return r.fix; });
+    if (!fixes) continue;
+    for (const MatchExample& ex : e->match_examples) {
+      const auto d = Catalog::embedded()->diagnose(ex.text, ex.context);
+      if (!d || d->id() != e->id) continue;  // lint's business
+      EXPECT_EQ(root_cause_problem(*d), "") << e->id << ": " << ex.text;
+    }
+  }
 }
 
 }  // namespace
