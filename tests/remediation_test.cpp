@@ -430,16 +430,19 @@ TEST(Remediate, DigitsCapturedForATextKeyStayText) {
   EXPECT_EQ(*fresh.get({"model_tag"}), (Value{Value::Type::string, "123"}));  // absent: text, as captured
 }
 
+// Step 1 refused for `reason`, and step 2 taken: a refused value never ends the search.
+void expect_first_refused_then_second(const FixChoice& choice, const char* reason) {
+  ASSERT_EQ(choice.decisions.size(), 2u);
+  EXPECT_EQ(choice.decisions[0].outcome, Decision::Outcome::refused);
+  EXPECT_NE(choice.decisions[0].reason.find(reason), std::string::npos) << choice.decisions[0].reason;
+  ASSERT_TRUE(choice.step);
+  EXPECT_EQ(*choice.step, 1u);
+}
+
 TEST(Remediate, CapturedTextThatDoesNotFitTheConfigTypeIsRefused) {
   ConfigTree scratch = ConfigTree::parse("model_tag: v1\nrevision: 2\n");
   const Diagnosis d = *catalog()->diagnose("unknown model tag abc for revision seven");
-  const FixChoice choice = choose_fix(d, scratch, Policy{});
-  ASSERT_EQ(choice.decisions.size(), 2u);
-  EXPECT_EQ(choice.decisions[0].outcome, Decision::Outcome::refused);
-  EXPECT_NE(choice.decisions[0].reason.find("the config holds a number there"), std::string::npos)
-      << choice.decisions[0].reason;
-  ASSERT_TRUE(choice.step);
-  EXPECT_EQ(*choice.step, 1u);  // the next step is still tried
+  expect_first_refused_then_second(choose_fix(d, scratch, Policy{}), "the config holds a number there");
   EXPECT_EQ(scratch.get({"model_tag"})->text, "main");
   EXPECT_EQ(scratch.get({"revision"})->text, "2");
 }
@@ -449,11 +452,7 @@ TEST(Remediate, CapturedTextThatDoesNotFitTheConfigTypeIsRefused) {
 TEST(Remediate, HostileCapturedTextIsRefusedWithAReasonAndTheNextStepTried) {
   ConfigTree scratch = ConfigTree::parse("cache_dir: here\n");
   const Diagnosis d = *catalog()->diagnose("cannot write the cache at https://evil.example/x.sh; rm -rf / #");
-  const FixChoice choice = choose_fix(d, scratch, Policy{});
-  ASSERT_EQ(choice.decisions.size(), 2u);
-  EXPECT_EQ(choice.decisions[0].outcome, Decision::Outcome::refused);
-  EXPECT_NE(choice.decisions[0].reason.find("not spelled like a config value"), std::string::npos);
-  ASSERT_TRUE(choice.step);
+  expect_first_refused_then_second(choose_fix(d, scratch, Policy{}), "not spelled like a config value");
   EXPECT_EQ(scratch.get({"cache_dir"})->text, "default");
 }
 
