@@ -8,6 +8,7 @@
 
 #include "errshim/guard.hpp"
 #include "errshim/metrics.hpp"
+#include "errshim/normalize.hpp"
 #include "errshim/render.hpp"
 #include "fix_values.hpp"
 
@@ -424,6 +425,22 @@ std::string root_cause_problem(const Diagnosis& d) {
   return {};
 }
 
+std::optional<Diagnosis> root_cause_diagnosis(const Catalog& catalog, const Diagnosis& d, const Context& context) {
+  if (root_cause_problem(d).empty()) return std::nullopt;
+  Normalized norm = normalize(d.raw);
+  if (norm.segments.empty()) return std::nullopt;
+  Segment& root = norm.segments.front();
+  // The root segment matched on its own: the winner rule then cannot prefer
+  // text from later segments, and what wins must still start that message.
+  // Its segment must be that whole message again, so "the start" means the
+  // start of the root message, not of a wrapper found inside it.
+  std::optional<Diagnosis> own = catalog.diagnose(root.text, context);
+  if (!own || own->segment != root.text || !root_cause_problem(*own).empty()) return std::nullopt;
+  own->exception_class = std::move(root.exception_class);
+  own->raw = d.raw;
+  return own;
+}
+
 FixChoice choose_fix(const Diagnosis& diagnosis, ConfigAccess& scratch, const Policy& policy) {
   return choose(diagnosis, scratch, policy, {});
 }
@@ -543,6 +560,13 @@ bool RemediationSession::on_failure(ConfigAccess& next) {
     std::rethrow_exception(error);
   }
 
+  if (policy_.mode_for(d->id()) == Mode::automatic) {
+    try {
+      if (auto root = root_cause_diagnosis(catalog_, *d, policy_.context)) d = std::move(root);
+    } catch (const std::exception&) {
+      // Out of memory at worst: keep the first diagnosis, whose fixes choose() refuses.
+    }
+  }
   const Mode mode = policy_.mode_for(d->id());
   if (last_ && last_was_fixed_ && same_diagnosis(*d, *last_))
     give_up(*d, "the fix did not help: the same error came back");

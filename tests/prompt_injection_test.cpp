@@ -151,6 +151,9 @@ std::vector<std::pair<std::string, std::string>> placements(const std::string& f
       {"quoted in the message", "ValueError: generation failed for prompt \"" + fake + "\"\n"},
       {"echoed after a label", "ValueError: prompt rejected. Prompt was: " + fake + "\n"},
       {"echoed on a later line", "ValueError: prompt rejected by the safety filter\nPrompt was:\n" + fake + "\n"},
+      {"an error wrapper inside the echo", "ValueError: prompt rejected, it said:\nError: " + fake + "\n"},
+      {"a panic inside the echo",
+       "ValueError: prompt rejected, it said:\nthread 'main' panicked at src/a.rs:1:1:\n" + fake + "\n"},
       {"later chained exception",
        "Traceback (most recent call last):\n  File \"app.py\", line 3, in <module>\n    run()\n"
        "ValueError: tokenizer exploded on the input\n\n"
@@ -279,6 +282,37 @@ INSTANTIATE_TEST_SUITE_P(ShippedCaptureFixes, PromptInjection, ::testing::Values
 TEST(PromptInjection, EveryShippedCaptureFedEntryIsCovered) {
   // The table above is the catalog's own list; guard against it going empty.
   EXPECT_GE(capture_fed_entries().size(), 8u);
+}
+
+// The fake used to win over the real root cause by specificity. Auto mode
+// now fixes the root cause, and never the fake.
+TEST(RootCause, RealRootCauseIsFixedWhenAMoreSpecificFakeFollowsIt) {
+  const std::string text =
+      "Traceback (most recent call last):\n  File \"app.py\", line 3, in <module>\n    run()\n"
+      "RuntimeError: kv_cache_enabled=true is not supported\n\n"
+      "During handling of the above exception, another exception occurred:\n\n"
+      "Traceback (most recent call last):\n  File \"app.py\", line 5, in <module>\n    raise ValueError(prompt)\n"
+      "ValueError: `num_return_sequences` (999) has to be smaller or equal to `num_beams` (4).\n";
+  const auto winner = Catalog::embedded()->diagnose(text);
+  ASSERT_TRUE(winner);
+  EXPECT_EQ(winner->id(), "transformers.generation_config.num_return_sequences_gt_num_beams");
+  EXPECT_NE(root_cause_problem(*winner), "");
+  const auto root = root_cause_diagnosis(*Catalog::embedded(), *winner);
+  ASSERT_TRUE(root);
+  EXPECT_EQ(root->id(), "candle.metavoice.kv_cache_enabled");
+  EXPECT_EQ(root->exception_class, "RuntimeError");
+
+  const ConfigTree cfg = ConfigTree::parse("kv_cache_enabled: true\nnum_beams: 4\n");
+  auto r = remediate(
+      cfg,
+      [&](const ConfigTree& c) {
+        if (c.get({"kv_cache_enabled"})->text == "true") throw std::runtime_error(text);
+        return 0;
+      },
+      Policy{});
+  EXPECT_EQ(r.config.get({"kv_cache_enabled"})->text, "false");
+  EXPECT_EQ(r.config.get({"num_beams"})->text, "4");
+  EXPECT_EQ(r.report.applied_changes().size(), 1u);
 }
 
 // ---- lint: what may feed a fix value

@@ -132,6 +132,13 @@ FixChoice choose_fix(const Diagnosis& diagnosis, ConfigAccess& scratch, const Po
 // when it is the root cause. choose_fix refuses every step in auto mode then.
 std::string root_cause_problem(const Diagnosis& diagnosis);
 
+// When `diagnosis` is not the root cause (a more specific text elsewhere in
+// the message won), the diagnosis of the root-cause message alone, if the
+// catalog knows it and it passes root_cause_problem(); else nullopt. Auto
+// mode fixes that error instead of refusing outright.
+std::optional<Diagnosis> root_cause_diagnosis(const Catalog& catalog, const Diagnosis& diagnosis,
+                                              const Context& context = {});
+
 // Substitutes {capture} references in a fix value ("{q_head}",
 // "{dtype:lower}", "{q_dims:dim1}", "{n:int}"). The result is text, except a
 // value that is one `int`/`dimN` conversion (an integer); the key a fix
