@@ -133,6 +133,20 @@ std::function<std::string(const std::string&)> spell(const Entry& e, const Match
   return [&ex, fed, hostile](const std::string& n) { return fed.count(n) ? hostile(capture_of(ex, n)) : capture_of(ex, n); };
 }
 
+// A permissive policy that pins the keys of the steps before the entry's
+// first capture-fed one, so that step is the one considered; `step` is set
+// to its index.
+Policy reaching_capture_step(const Entry& e, const MatchExample& ex, std::size_t& step) {
+  Policy p = permissive(ex);
+  for (step = 0; step < e.remediation.size(); ++step) {
+    const auto& f = e.remediation[step].fix;
+    if (f && uses_capture(*f)) break;
+    if (!f) continue;
+    for (const auto& kv : f->set) p.pinned_keys.insert(kv.first);
+  }
+  return p;
+}
+
 std::string case_name(const ::testing::TestParamInfo<std::string>& info) {
   std::string s = info.param;
   for (char& c : s)
@@ -173,6 +187,7 @@ TEST_P(PromptInjection, FakeErrorInPromptTextWritesNothing) {
       render(e, spell(e, ex, [](const std::string& v) { return all_digits(v) ? "999999999" : kUrl; })),
       render(e, spell(e, ex, [](const std::string& v) { return all_digits(v) ? "2000000000" : "evil"; })),
   };
+  std::size_t diagnosed = 0;  // the fake was recognised as this entry: the case that matters
   for (const std::string& fake : fakes) {
     for (const auto& [where, message] : placements(fake)) {
       SCOPED_TRACE(where + ": " + message);
@@ -180,11 +195,13 @@ TEST_P(PromptInjection, FakeErrorInPromptTextWritesNothing) {
       const std::string before = scratch.dump();
       const auto d = Catalog::embedded()->diagnose(message, ex.context);
       if (!d) continue;  // not even recognised: nothing to steer
+      diagnosed += d->id() == e.id;
       const FixChoice choice = choose_fix(*d, scratch, permissive(ex));
       EXPECT_FALSE(choice.step) << "applied step " << *choice.step + 1 << " of " << d->id();
       EXPECT_EQ(scratch.dump(), before);
     }
   }
+  EXPECT_GE(diagnosed, placements("").size());  // at least the plausible fake, in every placement
 }
 
 TEST_P(PromptInjection, FakeErrorThroughRemediateLeavesTheConfig) {
@@ -221,15 +238,20 @@ TEST_P(PromptInjection, HostileValueAtTheRootCauseIsRefusedWithAReason) {
         render(e, spell(e, ex, [&](const std::string& v) { return all_digits(v) ? std::string(huge) : "evil"; }));
     SCOPED_TRACE(message);
     const auto d = Catalog::embedded()->diagnose(message, ex.context);
-    if (!d || d->id() != e.id) continue;
+    ASSERT_TRUE(d);
+    ASSERT_EQ(d->id(), e.id);
     ConfigTree scratch = config_for(ex);
-    const FixChoice choice = choose_fix(*d, scratch, permissive(ex));
+    std::size_t step = 0;
+    const FixChoice choice = choose_fix(*d, scratch, reaching_capture_step(e, ex, step));
+    std::size_t checked = 0;
     for (const Decision& x : choice.decisions) {
       if (!x.fix || !uses_capture(*x.fix)) continue;
+      ++checked;
       EXPECT_EQ(x.outcome, Decision::Outcome::refused) << x.to_json();
       EXPECT_FALSE(x.reason.empty());
       for (const Change& c : x.changes) EXPECT_TRUE(!c.after || c.after->text.find("evil") == std::string::npos);
     }
+    EXPECT_GT(checked, 0u) << "no capture-fed step was considered";
     if (choice.step) {
       EXPECT_FALSE(uses_capture(*d->entry->remediation[*choice.step].fix));
     }
@@ -250,16 +272,8 @@ TEST_P(PromptInjection, RealErrorIsStillFixedFromItsCaptures) {
     const auto d = Catalog::embedded()->diagnose(message, ex.context);
     ASSERT_TRUE(d);
     ASSERT_EQ(d->id(), e.id);
-    // Pin what the steps before the first capture-fed one would set, so the
-    // capture-fed step is the one taken.
-    Policy p = permissive(ex);
     std::size_t want = 0;
-    for (; want < e.remediation.size(); ++want) {
-      const auto& f = e.remediation[want].fix;
-      if (f && uses_capture(*f)) break;
-      if (!f) continue;
-      for (const auto& kv : f->set) p.pinned_keys.insert(kv.first);
-    }
+    const Policy p = reaching_capture_step(e, ex, want);
     ConfigTree scratch = config_for(ex);
     const FixChoice choice = choose_fix(*d, scratch, p);
     ASSERT_TRUE(choice.step) << (choice.decisions.empty() ? "" : choice.decisions.back().reason);
