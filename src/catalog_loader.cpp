@@ -19,6 +19,7 @@
 #include <yaml-cpp/exceptions.h>
 #include <yaml-cpp/parser.h>
 
+#include "fix_values.hpp"
 #include "template.hpp"
 
 namespace errshim::detail {
@@ -387,7 +388,51 @@ std::vector<std::pair<std::string, Value>> read_assignments(Reader& r, Node node
   return out;
 }
 
-std::optional<Fix> read_fix(Reader& r, Node node) {
+// Fix keys that name something, and capture references the entry can fill,
+// checked when the catalog loads: a bad one would otherwise surface only
+// when the step is chosen. (Whether a capture is tight enough to feed a
+// value, and literal values, are lint's: lint.cpp.)
+void check_fix_keys(Reader& r, Node node, const Entry& e) {
+  for (const char* section : {"set", "requires", "conflicts", "remove"}) {
+    const Node list = node[section];
+    if (!list) continue;
+    std::vector<Node> keys;
+    if (list.is_map())
+      for (const NodePair kv : list.pairs()) keys.push_back(kv.first);
+    else if (list.is_seq())
+      for (const Node item : list.items()) keys.push_back(item);
+    for (const Node k : keys) {
+      if (!k.is_scalar()) continue;
+      const std::string problem = key_path_problem(k.scalar());
+      if (!problem.empty())
+        r.problem(k, fmt::format("fix.{}: {}; name a key or a dotted path such as 'generation_config.num_beams'",
+                                 section, problem));
+    }
+  }
+  for (const char* section : {"set", "requires"}) {
+    const Node map = node[section];
+    if (!map || !map.is_map()) continue;
+    for (const NodePair kv : map.pairs()) {
+      if (!kv.second.is_scalar()) continue;
+      const std::string key = kv.first.scalar();
+      std::vector<CaptureUse> uses;
+      try {
+        uses = capture_uses(to_value(kv.second));
+      } catch (const config_error& err) {
+        r.problem(kv.second, fmt::format("fix.{}.{}: {}", section, key, err.what()));
+        continue;
+      }
+      if (e.pattern.empty()) continue;  // the pattern's own problem is reported
+      for (const CaptureUse& use : uses)
+        if (std::find(e.capture_names.begin(), e.capture_names.end(), use.name) == e.capture_names.end())
+          r.problem(kv.second, fmt::format("fix.{}.{} uses capture '{}', which the pattern does not have (it has: {})",
+                                           section, key, use.name,
+                                           e.capture_names.empty() ? "none" : fmt::format("{}", fmt::join(e.capture_names, ", "))));
+    }
+  }
+}
+
+std::optional<Fix> read_fix(Reader& r, Node node, const Entry& e) {
   if (!r.expect_map(node, "fix")) return std::nullopt;
   r.check_keys(node, kFixKeys, "fix");
   Fix fix;
@@ -410,6 +455,7 @@ std::optional<Fix> read_fix(Reader& r, Node node) {
   }
   if (fix.empty() && fix.safety != Safety::manual)
     r.problem(node, "fix changes nothing: give 'set', 'remove' or 'action' (or make it safety: manual)");
+  check_fix_keys(r, node, e);
   return fix;
 }
 
@@ -637,7 +683,7 @@ std::optional<Entry> read_entry(Reader& r, Node map, const std::string& library,
       r.check_keys(step, kRemediationKeys, "remediation");
       Remediation out;
       out.text = r.required_text(step, "text");
-      if (step["fix"]) out.fix = read_fix(r, step["fix"]);
+      if (step["fix"]) out.fix = read_fix(r, step["fix"], e);
       e.remediation.push_back(std::move(out));
     }
   }

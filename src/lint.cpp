@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "fix_values.hpp"
 #include "pattern_risk.hpp"
 
 namespace errshim {
@@ -66,6 +67,52 @@ void check_backtracking(const Entry& e, std::vector<Problem>& problems) {
       problems.push_back({e.where, e.id, fmt::format("'unless' pattern may backtrack catastrophically: {}", risk->why)});
 }
 
+// A message can carry user text (prompts), so a value a fix reads from it
+// goes only through a capture whose regex admits nothing but a value's
+// spelling, into a key errshim validates (fix_values.hpp). A literal value of
+// such a key must pass the key's validator.
+void check_fix_values(const Entry& e, std::vector<Problem>& problems) {
+  for (std::size_t step = 0; step < e.remediation.size(); ++step) {
+    const auto& fix = e.remediation[step].fix;
+    if (!fix) continue;
+    for (const auto* assignments : {&fix->set, &fix->requires_set}) {
+      for (const auto& [key, value] : *assignments) {
+        const std::string where = fmt::format("remediation step {}: fix key '{}'", step + 1, key);
+        std::vector<detail::CaptureUse> uses;
+        try {
+          uses = detail::capture_uses(value);
+        } catch (const std::exception& err) {
+          problems.push_back({e.where, e.id, fmt::format("{}: {}", where, err.what())});
+          continue;
+        }
+        if (uses.empty()) {
+          std::string why;
+          if (!detail::check_value(key, value, nullptr, why)) problems.push_back({e.where, e.id, where + ": " + why});
+          continue;
+        }
+        if (!detail::key_rule(key))
+          problems.push_back({e.where, e.id,
+                              fmt::format("{} reads a value from the message, but errshim has no validator for that "
+                                          "key (a message may carry user text): write a literal value, or use one "
+                                          "of the keys it checks: {}",
+                                          where, detail::known_keys())});
+        for (const detail::CaptureUse& use : uses) {
+          if (use.numeric()) continue;  // only digits reach the config
+          const std::optional<std::string> body = detail::capture_body(e.pattern, use.name);
+          const std::string loose = body ? detail::loose_capture(*body) : "its group is not in the pattern";
+          if (loose.empty()) continue;
+          problems.push_back(
+              {e.where, e.id,
+               fmt::format("{} writes capture '{}', whose regex '{}' is not tight enough to feed a config ({}): "
+                           "give it a 'capture_patterns' entry that admits only the value's spelling, such as "
+                           "{{{}: '\\d+'}} or '[a-z]+(?:[:][0-9]+)?' for a device",
+                           where, use.name, body ? body->substr(0, 60) : "", loose, use.name)});
+        }
+      }
+    }
+  }
+}
+
 }  // namespace
 
 std::vector<Problem> lint(const Catalog& catalog) {
@@ -87,6 +134,7 @@ std::vector<Problem> lint(const Catalog& catalog) {
     const Entry& e = *ep;
     std::size_t won = 0, lost = 0;
     check_backtracking(e, problems);
+    check_fix_values(e, problems);
     check_examples(catalog, e, problems, won, lost);
 
     if (lost > 0 && won == 0) {

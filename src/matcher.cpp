@@ -409,6 +409,8 @@ class Matcher::Run {
     d.segment = std::move(seg.text);  // the match points into it: read above, moved only now
     d.exception_class = std::move(seg.exception_class);
     d.raw = std::string(message.substr(0, kMaxInputBytes));
+    d.segment_index = best_->segment;
+    d.offset = best_->position;
     result_.diagnosis = std::move(d);
   }
 

@@ -8,7 +8,9 @@
 
 #include "errshim/guard.hpp"
 #include "errshim/metrics.hpp"
+#include "errshim/normalize.hpp"
 #include "errshim/render.hpp"
+#include "fix_values.hpp"
 
 namespace errshim {
 
@@ -126,6 +128,55 @@ bool same_value(const std::optional<Value>& have, const Value& want) {
 
 bool same_diagnosis(const Diagnosis& a, const Diagnosis& b) { return a.id() == b.id() && a.captures == b.captures; }
 
+// A fix value the policy refuses (it failed its key's check): the step is
+// refused with this reason, and the next one tried.
+struct value_refused : config_error {
+  using config_error::config_error;
+};
+
+// `raw` with its captures filled in, checked and typed for `path`. A value
+// read from the message is text from production, possibly a user's prompt:
+// where the config holds a key of the capture's own name, the message must
+// report that key's value (else it is not about this config); the result
+// must pass the key's validator; a key without one keeps the type the config
+// gives it, never one guessed from the text.
+Value checked_value(const KeyPath& path, const Value& raw, const Diagnosis& d, const ConfigAccess& config) {
+  Value v = resolve_value(raw, d);
+  const std::vector<detail::CaptureUse> uses = detail::capture_uses(raw);
+  for (const detail::CaptureUse& use : uses) {
+    const std::string* said = d.capture(use.name);
+    // Lint holds a shipped catalog's captures to this; a catalog that was not
+    // linted gets the same rule here, on the text itself.
+    if (said && !use.numeric() && !detail::value_spelling(*said))
+      throw value_refused(fmt::format("capture '{}' holds '{}', which is not spelled like a config value (letters, "
+                                      "digits and '_.:+-' only)",
+                                      use.name, said->substr(0, 80)));
+    const std::vector<KeyPath> found = config.find(use.name);
+    if (found.size() != 1) continue;
+    const std::optional<Value> held = config.get(found.front());
+    if (held && held->type != Value::Type::null && said && *said != held->text)
+      throw value_refused(fmt::format("the message says {} is '{}' but the config holds {} = {}: the error is not "
+                                      "about this config",
+                                      use.name, said->substr(0, 80), to_string(found.front()), value_text(held)));
+  }
+  const std::string key = to_string(path);
+  if (detail::key_rule(key)) {
+    std::string why;
+    std::optional<Value> ok = detail::check_value(key, v, &config, why);
+    if (!ok) throw value_refused(why);
+    return *ok;
+  }
+  if (uses.empty()) return v;
+  const std::optional<Value> have = config.get(path);
+  if (!have || v.type != Value::Type::string || have->type == Value::Type::string || have->type == Value::Type::null)
+    return v;
+  std::optional<Value> typed = detail::as_type(have->type, v.text);
+  if (!typed)
+    throw value_refused(fmt::format("value '{}' for '{}' is refused: the config holds a {} there", v.text.substr(0, 80),
+                                    key, have->type == Value::Type::boolean ? "boolean" : "number"));
+  return *typed;
+}
+
 // Applies one remediation step's fix to `config`. Returns the changes, or
 // throws config_error (the step is then refused or failed by the caller).
 std::vector<Change> apply_fix(const Fix& fix, const Diagnosis& d, ConfigAccess& config, const Policy& policy) {
@@ -133,7 +184,7 @@ std::vector<Change> apply_fix(const Fix& fix, const Diagnosis& d, ConfigAccess& 
   auto set_one = [&](const std::string& key, const Value& raw) {
     Resolved r = resolve_key(config, key, true);
     if (!r.path) throw config_error(r.problem);
-    const Value v = resolve_value(raw, d);
+    const Value v = checked_value(*r.path, raw, d, config);
     Change c{*r.path, config.get(*r.path), v};
     config.set(*r.path, v);
     changes.push_back(std::move(c));
@@ -215,6 +266,10 @@ FixChoice choose(const Diagnosis& d, ConfigAccess& scratch, const Policy& policy
   if (!policy.allow_entries.empty() && !policy.allow_entries.count(d.id()))
     return refuse_entry("entry is not in the policy's allowed entries");
 
+  // Applying needs the error to be the root cause of what was raised, not
+  // text inside it (an echoed prompt, a quoted string, a later chained
+  // exception): such text is anyone's to write. Suggest mode still shows it.
+  const std::string not_root = mode == Mode::automatic ? root_cause_problem(d) : std::string();
   const auto& steps = d.entry->remediation;
   for (std::size_t i = 0; i < steps.size(); ++i) {
     if (!steps[i].fix || skip.count({d.id(), i})) continue;
@@ -222,7 +277,16 @@ FixChoice choose(const Diagnosis& d, ConfigAccess& scratch, const Policy& policy
     Decision x = make_decision(d, mode);
     x.step = i;
     x.fix = fix;
-    std::string why = policy_refusal(fix, d, scratch, policy);
+    std::string why = not_root;
+    if (why.empty()) {
+      try {
+        why = policy_refusal(fix, d, scratch, policy);
+      } catch (const std::exception& e) {
+        // A key the config cannot resolve (catalogs are checked at load; a
+        // Fix built in code is not) rules this step out, not the others.
+        why = e.what();
+      }
+    }
     const bool only_suggest = !policy.allowed.count(fix.safety) && policy.suggest_classes.count(fix.safety) &&
                               fix.safety != Safety::manual && why.rfind("safety class", 0) == 0;
     if (only_suggest) {
@@ -233,6 +297,9 @@ FixChoice choose(const Diagnosis& d, ConfigAccess& scratch, const Policy& policy
         x.changes = apply_fix(fix, d, *trial, policy);
         x.outcome = Decision::Outcome::suggested;
         x.reason = fmt::format("safety class '{}' is suggested, not applied, by the policy", to_string(fix.safety));
+      } catch (const value_refused& e) {
+        x.outcome = Decision::Outcome::refused;
+        x.reason = e.what();
       } catch (const std::exception& e) {
         x.outcome = Decision::Outcome::failed;
         x.reason = e.what();
@@ -251,6 +318,11 @@ FixChoice choose(const Diagnosis& d, ConfigAccess& scratch, const Policy& policy
     try {
       x.changes = apply_fix(fix, d, *trial, policy);
       scratch.assign_from(*trial);
+    } catch (const value_refused& e) {
+      x.outcome = Decision::Outcome::refused;
+      x.reason = e.what();
+      choice.decisions.push_back(std::move(x));
+      continue;
     } catch (const std::exception& e) {
       x.outcome = Decision::Outcome::failed;
       x.reason = e.what();
@@ -280,36 +352,20 @@ void changes_json(std::string& out, const std::vector<Change>& changes) {
 Value resolve_value(const Value& value, const Diagnosis& d) {
   if (value.type != Value::Type::string || value.text.find('{') == std::string::npos) return value;
   const std::string& s = value.text;
+  const std::vector<detail::ValuePiece> pieces = detail::parse_fix_value(s);
   std::string out;
-  bool whole_numeric = false;  // the value is one placeholder converted to a number
-  std::size_t placeholders = 0;
-  for (std::size_t i = 0; i < s.size(); ++i) {
-    if (s[i] == '{' && i + 1 < s.size() && s[i + 1] == '{') {
-      out += '{';
-      ++i;
+  for (const detail::ValuePiece& piece : pieces) {
+    if (!piece.capture) {
+      out += piece.literal;
       continue;
     }
-    if (s[i] == '}' && i + 1 < s.size() && s[i + 1] == '}') {
-      out += '}';
-      ++i;
-      continue;
-    }
-    if (s[i] != '{') {
-      out += s[i];
-      continue;
-    }
-    const std::size_t close = s.find('}', i);
-    if (close == std::string::npos) throw config_error(fmt::format("fix value '{}' has an unclosed '{{'", s));
-    const std::string inner = s.substr(i + 1, close - i - 1);
-    const std::size_t colon = inner.find(':');
-    const std::string name = inner.substr(0, colon);
-    const std::string conv = colon == std::string::npos ? "" : inner.substr(colon + 1);
+    const detail::CaptureUse& use = *piece.capture;
+    const std::string& name = use.name;
     const std::string* captured = d.capture(name);
     if (!captured) throw config_error(fmt::format("fix value '{}' uses capture '{}', which the message did not give", s, name));
     std::string v = *captured;
-    bool numeric = false;
-    if (conv.empty()) {
-    } else if (conv == "lower" || conv == "upper") {
+    const std::string& conv = use.conversion;
+    if (conv == "lower" || conv == "upper") {
       for (char& c : v) c = static_cast<char>(conv == "lower" ? std::tolower(static_cast<unsigned char>(c))
                                                               : std::toupper(static_cast<unsigned char>(c)));
     } else if (conv == "int") {
@@ -317,8 +373,7 @@ Value resolve_value(const Value& value, const Diagnosis& d) {
       const auto e = std::find_if(b, v.end(), [](char c) { return !std::isdigit(static_cast<unsigned char>(c)); });
       if (b == v.end()) throw config_error(fmt::format("capture '{}' = '{}' holds no number", name, v));
       v.assign(b, e);
-      numeric = true;
-    } else if (conv.rfind("dim", 0) == 0 && conv.size() > 3 && std::all_of(conv.begin() + 3, conv.end(), ::isdigit)) {
+    } else if (use.numeric()) {
       // "[1, 32, 7, 48]" -> element N
       const std::size_t n = std::stoul(conv.substr(3));
       std::vector<std::string> parts;
@@ -334,21 +389,56 @@ Value resolve_value(const Value& value, const Diagnosis& d) {
       if (!cur.empty()) parts.push_back(cur);
       if (n >= parts.size()) throw config_error(fmt::format("capture '{}' = '{}' has no dimension {}", name, v, n));
       v = parts[n];
-      numeric = true;
-    } else {
-      throw config_error(fmt::format("fix value '{}': unknown conversion '{}' (lower, upper, int, dimN)", s, conv));
     }
-    ++placeholders;
-    whole_numeric = numeric && i == 0 && close == s.size() - 1;
     out += v;
-    i = close;
   }
-  // A value that is one bare placeholder holding a whole number ("{num_beams}"
-  // from "... 4 beams") is that number, not text.
-  if (placeholders == 1 && s.front() == '{' && s.back() == '}' && s.find('{', 1) == std::string::npos && !out.empty() &&
-      std::all_of(out.begin(), out.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); }))
-    whole_numeric = true;
-  return {whole_numeric && placeholders == 1 ? Value::Type::integer : Value::Type::string, out};
+  // Only an explicit number conversion makes a number: a capture that
+  // happens to hold digits stays text here, and the key it is written to
+  // decides its type (checked_value).
+  const bool one_number = pieces.size() == 1 && pieces[0].capture && pieces[0].capture->numeric();
+  return {one_number ? Value::Type::integer : Value::Type::string, out};
+}
+
+std::string root_cause_problem(const Diagnosis& d) {
+  if (d.segment_index != 0)
+    return fmt::format("not applied: the error was found in part {} of the message (a later chained error), not at "
+                       "its root cause; text there may come from a prompt",
+                       d.segment_index + 1);
+  std::string_view before = std::string_view(d.segment).substr(0, std::min(d.offset, d.segment.size()));
+  // Rust's todo!/unimplemented!/unreachable! put these before the message
+  // they were given: the upstream's own text follows.
+  for (std::string_view macro : {"not implemented: ", "not yet implemented: ", "internal error: entered unreachable code: "})
+    if (before.substr(0, macro.size()) == macro) before.remove_prefix(macro.size());
+  if (before.find('\n') != std::string_view::npos)
+    return "not applied: the error text starts on a later line of the message, not at its start; text there may "
+           "come from a prompt";
+  // The message's own words may lead in ("This model does not support ...");
+  // a label, a quote or a bracket means what follows is text it shows.
+  constexpr std::size_t kMaxLeadIn = 80;
+  const bool plain = std::all_of(before.begin(), before.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == ' ' || c == '_' || c == ',' || c == '.' || c == '-';
+  });
+  if (before.size() > kMaxLeadIn || !plain)
+    return fmt::format("not applied: the error text is preceded by '{}' in the message, so it is quoted or echoed "
+                       "text (a prompt, say), not the error raised",
+                       before.substr(0, 60));
+  return {};
+}
+
+std::optional<Diagnosis> root_cause_diagnosis(const Catalog& catalog, const Diagnosis& d, const Context& context) {
+  if (root_cause_problem(d).empty()) return std::nullopt;
+  Normalized norm = normalize(d.raw);
+  if (norm.segments.empty()) return std::nullopt;
+  Segment& root = norm.segments.front();
+  // The root segment matched on its own: the winner rule then cannot prefer
+  // text from later segments, and what wins must still start that message.
+  // Its segment must be that whole message again, so "the start" means the
+  // start of the root message, not of a wrapper found inside it.
+  std::optional<Diagnosis> own = catalog.diagnose(root.text, context);
+  if (!own || own->segment != root.text || !root_cause_problem(*own).empty()) return std::nullopt;
+  own->exception_class = std::move(root.exception_class);
+  own->raw = d.raw;
+  return own;
 }
 
 FixChoice choose_fix(const Diagnosis& diagnosis, ConfigAccess& scratch, const Policy& policy) {
@@ -470,6 +560,13 @@ bool RemediationSession::on_failure(ConfigAccess& next) {
     std::rethrow_exception(error);
   }
 
+  if (policy_.mode_for(d->id()) == Mode::automatic) {
+    try {
+      if (auto root = root_cause_diagnosis(catalog_, *d, policy_.context)) d = std::move(root);
+    } catch (const std::exception&) {
+      // Out of memory at worst: keep the first diagnosis, whose fixes choose() refuses.
+    }
+  }
   const Mode mode = policy_.mode_for(d->id());
   if (last_ && last_was_fixed_ && same_diagnosis(*d, *last_))
     give_up(*d, "the fix did not help: the same error came back");

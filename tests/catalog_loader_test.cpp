@@ -188,6 +188,36 @@ TEST(CatalogLoader, RejectsExampleCaptureThePatternLacks) {
   EXPECT_TRUE(has_problem(problems_of(file_yaml(y)), "expects capture 'e', which the pattern does not have"));
 }
 
+// One step whose fix is `fix` (a flow mapping), in an entry of `tmpl`.
+std::string entry_with_fix(const std::string& tmpl, const std::string& fix) {
+  std::string y = entry_yaml("lib.fix", tmpl);
+  y.replace(y.find("      - text: r\n"), 16, "      - text: r\n        fix: " + fix + "\n      - text: s\n");
+  return file_yaml(y);
+}
+
+// A key that names no path used to load, then made choose_fix throw when the
+// step came up, so the steps after it were never tried.
+TEST(CatalogLoader, RejectsFixKeyPathsThatNameNothing) {
+  for (const char* key : {"generation..num_beams", ".num_beams", "num_beams.", "num beams"}) {
+    SCOPED_TRACE(key);
+    const auto ps = problems_of(entry_with_fix("boom", std::string("{set: {'") + key + "': 1}, safety: safe}"));
+    EXPECT_TRUE(has_problem(ps, std::string("key '") + key + "'", 14, "lib.fix"));
+  }
+  EXPECT_TRUE(has_problem(problems_of(entry_with_fix("boom", "{remove: ['a..b'], safety: safe}")), "fix.remove: key 'a..b'",
+                          14, "lib.fix"));
+  EXPECT_TRUE(has_problem(problems_of(entry_with_fix("boom", "{set: {a: 1}, conflicts: {'': 1}, safety: safe}")),
+                          "fix.conflicts: the key is empty", 14, "lib.fix"));
+  EXPECT_TRUE(problems_of(entry_with_fix("boom", "{set: {generation_config.num_beams: 1}, safety: safe}")).empty());
+}
+
+TEST(CatalogLoader, RejectsFixValueNamingACaptureThePatternLacks) {
+  const auto ps = problems_of(entry_with_fix("dim {d}", "{set: {num_heads: '{e}'}, safety: safe}"));
+  EXPECT_TRUE(has_problem(ps, "fix.set.num_heads uses capture 'e', which the pattern does not have (it has: d)", 14,
+                          "lib.fix"));
+  EXPECT_TRUE(has_problem(problems_of(entry_with_fix("dim {d}", "{set: {num_heads: '{d:weird}'}, safety: safe}")),
+                          "unknown conversion 'weird'", 14, "lib.fix"));
+}
+
 TEST(CatalogLoader, ReportsEveryProblemInOneRunNotJustTheFirst) {
   const auto ps = problems_of(file_yaml(entry_yaml("lib.a", "x {", "    cuase: 1\n") + entry_yaml("lib.b", "y }")));
   EXPECT_TRUE(has_problem(ps, "template", 0, "lib.a"));

@@ -74,6 +74,7 @@ CatalogPtr catalog() {
   - id: t.heads
     template: 'head count {heads} does not divide {:?}'
     captures: [kv]
+    capture_patterns: {heads: '\d+'}
     source: {path: attn.rs, line: 1}
     error_class: E
     kind: validation
@@ -81,8 +82,35 @@ CatalogPtr catalog() {
     trigger: t
     remediation:
       - text: use the head count from the message
-        fix: {set: {num_kv_heads: '{heads:int}', note: 'kv was {kv:lower}'}, safety: changes-output}
+        fix: {set: {num_kv_heads: '{heads}', kv_second: '{kv:dim0}'}, safety: changes-output}
     examples: {match: ['head count 8 does not divide [A, 3]']}
+  - id: t.tag
+    template: 'unknown model tag {tag} for revision {rev}'
+    capture_patterns: {tag: '\w+', rev: '\w+'}
+    source: {path: hub.py, line: 1}
+    error_class: ValueError
+    kind: configuration
+    cause: c
+    trigger: t
+    remediation:
+      - text: use the tag the message names
+        fix: {set: {model_tag: '{tag}', revision: '{rev}'}, safety: safe}
+      - text: or fall back to the main tag
+        fix: {set: {model_tag: main}, safety: safe}
+    examples: {match: ['unknown model tag 123 for revision 7']}
+  - id: t.where
+    template: 'cannot write the cache at {where}'
+    source: {path: cache.py, line: 1}
+    error_class: ValueError
+    kind: configuration
+    cause: c
+    trigger: t
+    remediation:
+      - text: use the place the message names (a loose capture, as an unlinted catalog may have)
+        fix: {set: {cache_dir: '{where}'}, safety: safe}
+      - text: or the default place
+        fix: {set: {cache_dir: default}, safety: safe}
+    examples: {match: ['cannot write the cache at /tmp/x']}
 )"));
   return c;
 }
@@ -383,15 +411,163 @@ TEST(Remediate, ValuesComputedFromCaptures) {
         return 0;
       },
       p, *catalog());
+  // num_kv_heads is a whole number by its validator; dim0 is one by its conversion.
   EXPECT_EQ(*r.config.get({"num_kv_heads"}), (Value{Value::Type::integer, "8"}));
-  EXPECT_EQ(*r.config.get({"note"}), (Value{Value::Type::string, "kv was [a, 3]"}));
+  EXPECT_EQ(*r.config.get({"kv_second"}), (Value{Value::Type::integer, "3"}));
 }
+
+// A capture of digits is not a number because it looks like one: the key
+// decides. (It used to become an integer for any key.)
+TEST(Remediate, DigitsCapturedForATextKeyStayText) {
+  ConfigTree scratch = ConfigTree::parse("model_tag: v1\nrevision: 2\n");
+  const Diagnosis d = *catalog()->diagnose("unknown model tag 123 for revision 7");
+  const FixChoice choice = choose_fix(d, scratch, Policy{});
+  ASSERT_TRUE(choice.step);
+  EXPECT_EQ(*scratch.get({"model_tag"}), (Value{Value::Type::string, "123"}));  // the config holds text there
+  EXPECT_EQ(*scratch.get({"revision"}), (Value{Value::Type::integer, "7"}));    // and a number here
+  ConfigTree fresh = ConfigTree::parse("other: 1\n");
+  choose_fix(d, fresh, Policy{});
+  EXPECT_EQ(*fresh.get({"model_tag"}), (Value{Value::Type::string, "123"}));  // absent: text, as captured
+}
+
+// Step 1 refused for `reason`, and step 2 taken: a refused value never ends the search.
+void expect_first_refused_then_second(const FixChoice& choice, const char* reason) {
+  ASSERT_EQ(choice.decisions.size(), 2u);
+  EXPECT_EQ(choice.decisions[0].outcome, Decision::Outcome::refused);
+  EXPECT_NE(choice.decisions[0].reason.find(reason), std::string::npos) << choice.decisions[0].reason;
+  ASSERT_TRUE(choice.step);
+  EXPECT_EQ(*choice.step, 1u);
+}
+
+TEST(Remediate, CapturedTextThatDoesNotFitTheConfigTypeIsRefused) {
+  ConfigTree scratch = ConfigTree::parse("model_tag: v1\nrevision: 2\n");
+  const Diagnosis d = *catalog()->diagnose("unknown model tag abc for revision seven");
+  expect_first_refused_then_second(choose_fix(d, scratch, Policy{}), "the config holds a number there");
+  EXPECT_EQ(scratch.get({"model_tag"})->text, "main");
+  EXPECT_EQ(scratch.get({"revision"})->text, "2");
+}
+
+// A catalog that was not linted may feed a loose capture to a fix: the
+// captured text itself must then be spelled like a value.
+TEST(Remediate, HostileCapturedTextIsRefusedWithAReasonAndTheNextStepTried) {
+  ConfigTree scratch = ConfigTree::parse("cache_dir: here\n");
+  const Diagnosis d = *catalog()->diagnose("cannot write the cache at https://evil.example/x.sh; rm -rf / #");
+  expect_first_refused_then_second(choose_fix(d, scratch, Policy{}), "not spelled like a config value");
+  EXPECT_EQ(scratch.get({"cache_dir"})->text, "default");
+}
+
+// The issue's case: a beam count of 2000000000 read from a message, through
+// remediate(), which used to return that config as the one that worked.
+TEST(Remediate, HugeBeamCountFromAMessageIsRefused) {
+  const ConfigTree cfg = ConfigTree::parse("num_beams: 4\n");
+  int calls = 0;
+  try {
+    remediate(
+        cfg,
+        [&](const ConfigTree& c) {
+          ++calls;
+          if (c.get({"num_beams"})->text == "4")
+            throw layer_error(
+                "ValueError: `num_return_sequences` (2000000000) has to be smaller or equal to `num_beams` (4).");
+          return 0;
+        },
+        Policy{});
+    FAIL() << "remediate() returned a config";
+  } catch (const remediation_error& e) {
+    EXPECT_TRUE(e.report().applied_changes().empty()) << e.report().to_json();
+    bool reasoned = false;
+    for (const Decision& x : e.report().decisions)
+      reasoned = reasoned || (x.outcome == Decision::Outcome::refused && x.reason.find("[1, 256]") != std::string::npos);
+    EXPECT_TRUE(reasoned) << e.report().to_json();
+  }
+  EXPECT_EQ(calls, 1);
+}
+
+// A count the message reports must be the config's own when the config
+// holds that key: a different one is text about something else.
+TEST(Remediate, CapturedCountThatContradictsTheConfigIsRefused) {
+  const Diagnosis d =
+      *Catalog::embedded()->diagnose("`num_return_sequences` (9) has to be smaller or equal to `num_beams` (4).");
+  ConfigTree scratch = ConfigTree::parse("num_beams: 4\nnum_return_sequences: 8\n");
+  const FixChoice choice = choose_fix(d, scratch, Policy{});
+  EXPECT_FALSE(choice.step);
+  ASSERT_FALSE(choice.decisions.empty());
+  EXPECT_NE(choice.decisions[0].reason.find("the config holds num_return_sequences = 8"), std::string::npos)
+      << choice.decisions[0].reason;
+  ConfigTree agrees = ConfigTree::parse("num_beams: 4\nnum_return_sequences: 9\n");
+  ASSERT_TRUE(choose_fix(d, agrees, Policy{}).step);
+  EXPECT_EQ(*agrees.get({"num_beams"}), (Value{Value::Type::integer, "9"}));
+}
+
+TEST(Remediate, KvHeadCountMustDivideTheConfigsHeadCount) {
+  Policy p;
+  p.allowed.insert(Safety::changes_output);
+  const Diagnosis d = *catalog()->diagnose("head count 6 does not divide [A, 3]");
+  ConfigTree scratch = ConfigTree::parse("num_heads: 8\nnum_kv_heads: 3\n");
+  const FixChoice choice = choose_fix(d, scratch, p);
+  EXPECT_FALSE(choice.step);
+  ASSERT_EQ(choice.decisions.size(), 1u);
+  EXPECT_EQ(choice.decisions[0].outcome, Decision::Outcome::refused);
+  EXPECT_NE(choice.decisions[0].reason.find("divides the config's num_heads (8)"), std::string::npos)
+      << choice.decisions[0].reason;
+}
+
+// Text quoted or echoed inside the error is not the error: auto mode
+// applies nothing for it; suggest mode still shows what it would do.
+TEST(Remediate, AutoModeAppliesNothingForTextInsideTheMessage) {
+  const Diagnosis d = *catalog()->diagnose("ValueError: the prompt was \"kv_cache_enabled=true is not supported\"");
+  EXPECT_EQ(d.id(), "t.kv");
+  EXPECT_FALSE(root_cause_problem(d).empty());
+  ConfigTree scratch = ConfigTree::parse("kv_cache_enabled: true\n");
+  const FixChoice choice = choose_fix(d, scratch, Policy{});
+  EXPECT_FALSE(choice.step);
+  ASSERT_EQ(choice.decisions.size(), 1u);
+  EXPECT_EQ(choice.decisions[0].outcome, Decision::Outcome::refused);
+  EXPECT_EQ(*choice.decisions[0].step, 0u);
+  EXPECT_NE(choice.decisions[0].reason.find("quoted or echoed"), std::string::npos) << choice.decisions[0].reason;
+  EXPECT_EQ(scratch.get({"kv_cache_enabled"})->text, "true");
+
+  Policy suggest;
+  suggest.mode = Mode::suggest;
+  ConfigTree scratch2 = ConfigTree::parse("kv_cache_enabled: true\n");
+  const FixChoice shown = choose_fix(d, scratch2, suggest);
+  ASSERT_TRUE(shown.step);
+  EXPECT_TRUE(shown.suggest_only);
+
+  // The message's own words may lead in: that is still the root cause.
+  const Diagnosis own = *catalog()->diagnose("ValueError: This model does not support the quantized cache.");
+  EXPECT_EQ(root_cause_problem(own), "");
+  const Diagnosis later = *catalog()->diagnose("ValueError: bad input\nkv_cache_enabled=true is not supported");
+  EXPECT_NE(root_cause_problem(later).find("later line"), std::string::npos);
+}
+
+// A fix key that names no config path ("a..b"), in a Fix made in code (a
+// catalog refuses it at load): that step is refused, the next one tried.
+TEST(Remediate, UnusableFixKeyRefusesItsStepOnly) {
+  auto e = std::make_shared<Entry>(*catalog()->find("t.kv"));
+  Fix bad = *e->remediation[0].fix;
+  bad.set = {{"generation..num_beams", Value{Value::Type::integer, "4"}}};
+  e->remediation.insert(e->remediation.begin(), Remediation{"bad key", bad});
+  Diagnosis d = *catalog()->diagnose("kv_cache_enabled=true is not supported");
+  d.entry = e;
+  ConfigTree scratch = ConfigTree::parse("kv_cache_enabled: true\n");
+  FixChoice choice;
+  ASSERT_NO_THROW(choice = choose_fix(d, scratch, Policy{}));
+  ASSERT_GE(choice.decisions.size(), 2u);
+  EXPECT_EQ(choice.decisions[0].outcome, Decision::Outcome::refused);
+  EXPECT_NE(choice.decisions[0].reason.find("generation..num_beams"), std::string::npos);
+  ASSERT_TRUE(choice.step);
+  EXPECT_EQ(*choice.step, 1u);
+  EXPECT_EQ(scratch.get({"kv_cache_enabled"})->text, "false");
+}
+
 
 TEST(ResolveValue, ConversionsAndErrors) {
   const Diagnosis d = *catalog()->diagnose("head count 8 does not divide [1, 32, 7]");
   EXPECT_EQ(resolve_value({Value::Type::string, "{kv:dim1}"}, d), (Value{Value::Type::integer, "32"}));
   EXPECT_EQ(resolve_value({Value::Type::string, "h={heads}"}, d), (Value{Value::Type::string, "h=8"}));
-  EXPECT_EQ(resolve_value({Value::Type::string, "{heads}"}, d), (Value{Value::Type::integer, "8"}));
+  EXPECT_EQ(resolve_value({Value::Type::string, "{heads}"}, d), (Value{Value::Type::string, "8"}));  // the key types it
+  EXPECT_EQ(resolve_value({Value::Type::string, "{heads:int}"}, d), (Value{Value::Type::integer, "8"}));
   EXPECT_EQ(resolve_value({Value::Type::string, "{kv}"}, d), (Value{Value::Type::string, "[1, 32, 7]"}));
   EXPECT_EQ(resolve_value({Value::Type::string, "{{literal}}"}, d), (Value{Value::Type::string, "{literal}"}));
   EXPECT_EQ(resolve_value({Value::Type::boolean, "false"}, d), (Value{Value::Type::boolean, "false"}));

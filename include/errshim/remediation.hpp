@@ -126,9 +126,24 @@ struct FixChoice {
 // (a copy the caller owns), which holds the changes when a step is chosen.
 FixChoice choose_fix(const Diagnosis& diagnosis, ConfigAccess& scratch, const Policy& policy);
 
+// Why a fix may not be applied automatically for `diagnosis`: its text is not
+// the root cause of what the layer raised (a later chained error, a later
+// line, or text after a label, quote or bracket: an echoed prompt). Empty
+// when it is the root cause. choose_fix refuses every step in auto mode then.
+std::string root_cause_problem(const Diagnosis& diagnosis);
+
+// When `diagnosis` is not the root cause (a more specific text elsewhere in
+// the message won), the diagnosis of the root-cause message alone, if the
+// catalog knows it and it passes root_cause_problem(); else nullopt. Auto
+// mode fixes that error instead of refusing outright.
+std::optional<Diagnosis> root_cause_diagnosis(const Catalog& catalog, const Diagnosis& diagnosis,
+                                              const Context& context = {});
+
 // Substitutes {capture} references in a fix value ("{q_head}",
-// "{dtype:lower}", "{q_dims:dim1}", "{n:int}"). Throws config_error on an
-// unknown capture or conversion.
+// "{dtype:lower}", "{q_dims:dim1}", "{n:int}"). The result is text, except a
+// value that is one `int`/`dimN` conversion (an integer); the key a fix
+// writes decides the type of the rest. Throws config_error on an unknown
+// capture or conversion.
 Value resolve_value(const Value& value, const Diagnosis& diagnosis);
 
 // Every attempt of one remediate() call, in order.
