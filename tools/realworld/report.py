@@ -111,18 +111,39 @@ CLASS_LINE = re.compile(r"^(?:\W*)(?:[\w.]+(?:Error|Exception|Warning)|Error|thr
 FRAME_LINE = re.compile(r"^(?:File |frame #|at |\d+: |->|\^|~)")
 
 
+PREFIXES = [
+    re.compile(r"^[\w.-]+\s+\|\s?"),                                   # docker-compose service prefix
+    re.compile(r"^\[rank\d+\]:\s?"),                                     # torchrun rank prefix
+    re.compile(r"^\[?\d{4}-\d\d-\d\d[T ][\d:.]+Z?\]?\s+(?:\w+\s+[\w:]+:\s)?"),  # timestamp / tracing log prefix
+    re.compile(r"^(?:ERROR|INFO|WARNING|DEBUG) \d\d-\d\d [\d:]+ (?:\[[^\]]+\] |[\w.]+:\d+\] )"),  # vllm log prefix
+    re.compile(r"^E\s{2,}"),                                               # pytest E-lines
+]
+RUST_FRAME = re.compile(r"^(?:\d+: )?[\w:<>{}\[\] ,&*()]*::[\w:<>{}\[\] ,&*()]*$")
+
+
+def strip_prefixes(line):
+    for rx in PREFIXES:
+        line = rx.sub("", line)
+    return line.strip()
+
+
 def headline(text):
-    """The line a reader would call 'the error': the last line naming an exception class (or
-    Rust's `Error:`), else the last error-like line, masked of the values that differ between
-    reports."""
-    lines = [l.strip() for l in text.splitlines() if l.strip()]
+    """The line a reader would call 'the error': the cause under the last `Caused by:` if any,
+    else the last line naming an exception class (or Rust's `Error:`), else the last error-like
+    line; log, compose and rank prefixes dropped, values that differ between reports masked."""
+    lines = [strip_prefixes(l.strip()) for l in text.splitlines() if l.strip()]
+    lines = [l for l in lines if l]
     pick = ""
+    if any(l == "Caused by:" for l in lines):
+        after = lines[len(lines) - 1 - lines[::-1].index("Caused by:") + 1:]
+        causes = [l for l in after if not RUST_FRAME.match(l) and not l.startswith("at ")]
+        pick = causes[-1] if causes else ""
     for rx in (CLASS_LINE, ERROR_LINE):
+        if pick:
+            break
         for l in lines:
             if rx.search(l) and not FRAME_LINE.match(l):
                 pick = l
-        if pick:
-            break
     pick = pick or (lines[-1] if lines else "")
     for rx, rep in MASKS:
         pick = rx.sub(rep, pick)
@@ -130,9 +151,11 @@ def headline(text):
 
 
 def error_key(line):
-    """What two reports of one error share: the headline without its exception class, markup and
-    case, cut to its first words (reporters cut and re-wrap the tail)."""
+    """What two reports of one error share: the headline without its exception class, markup,
+    case and names (tensor names, paths, dotted identifiers), cut to its first words (reporters
+    cut and re-wrap the tail)."""
     k = re.sub(r"^\W*(?:[\w.]+(?:Error|Exception|Warning)\W*\s|Error:\s*)", "", line)
+    k = re.sub(r"[\w-]*(?:[./\\][\w-]+)+", "<name>", k)
     k = re.sub(r"[`*\"'<>]", "", k).lower()
     return " ".join(k.split()[:4])
 
