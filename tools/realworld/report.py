@@ -6,9 +6,10 @@ list for new catalog entries.
 
     tools/realworld/report.py [--errshim build/tools/errshim] [--top 30] [--json] [--check]
 
---check exits 1 when a library's share falls below the `claimed_share_floor` of its data file,
-or when a case is claimed at a wrong file without a `known_wrong` reason (the same rules as
-tests/realworld_test.cpp). Needs Python 3 and PyYAML only.
+--check exits 1 on the rules tests/realworld_test.cpp enforces: a library's share below the
+`claimed_share_floor` of its data file, a wrong-file claim without a `known_wrong` reason, a stale
+`known_wrong` note, a `claimed: true` case no longer claimed at its raise file, or an
+`expect: none` case claimed. Needs Python 3 and PyYAML only.
 """
 import argparse
 import collections
@@ -201,6 +202,8 @@ def main():
             key = (case["library"], case["raise"]["repo"], case["raise"]["path"],
                    str(case["raise"].get("symbol") or ""), error_key(h))
             unclaimed[key].append((case["id"], h))
+        if case.get("known_wrong") and verdict != "wrong_file":
+            bad.append("%s: listed as known_wrong but now %s: remove the note" % (case["id"], verdict))
         if verdict != "at_raise_file" and case.get("claimed"):
             bad.append("%s: recorded as claimed but now %s" % (case["id"], verdict))
 
