@@ -6,6 +6,7 @@ signatures, are in one spot. Nothing here is public.
 
 import ctypes
 import glob
+import mmap
 import os
 import sys
 
@@ -26,8 +27,40 @@ PREFIX = "install prefix"
 
 
 class LibraryNotFound(ImportError):
-    """errshim_c was not found, or what was found is not errshim_c; the
-    message lists every place errshim looked and what it found there."""
+    """errshim_c was not found, or what was found is not errshim_c (or is a
+    sanitizer build); the message lists every place errshim looked and what
+    it found there. `import errshim` raises it."""
+
+
+LibraryNotFound.__module__ = "errshim"  # how tracebacks name it: the public name
+
+# A library built with a sanitizer references its runtime's entry point.
+# Loaded into an interpreter that was not started with that runtime, an
+# AddressSanitizer build aborts the whole process (the runtime must come
+# first), so such a file is refused unless its runtime is already loaded
+# (LD_PRELOAD, as the sanitizer test configuration does).
+_SANITIZERS = (
+    (b"__asan_init", "__asan_init", "AddressSanitizer", "libasan.so"),
+    (b"__tsan_init", "__tsan_init", "ThreadSanitizer", "libtsan.so"),
+    (b"__ubsan_handle_", "__ubsan_handle_add_overflow", "UndefinedBehaviorSanitizer", "libubsan.so"),
+)
+
+
+def sanitizer_refusal(path):
+    """Why the library at `path` must not be loaded into this process (it
+    needs a sanitizer runtime the process does not have), or None."""
+    try:
+        with open(path, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as m:
+            found = [s for s in _SANITIZERS if m.find(s[0]) >= 0]
+    except (OSError, ValueError):  # unreadable or empty: dlopen will say why
+        return None
+    process = ctypes.CDLL(None)
+    missing = [s for s in found if not hasattr(process, s[1])]
+    if not missing:
+        return None
+    return "built with %s, whose runtime this process has not loaded; loading it would abort the interpreter " \
+        "(use a build without ERRSHIM_SANITIZE, or start python with LD_PRELOAD=$(gcc -print-file-name=%s))" % (
+            " and ".join(s[2] for s in missing), missing[0][3])
 
 
 def _in_dir(directory):
@@ -79,15 +112,20 @@ def open_library():
             looked.append("%s: %s (no errshim_c library there)" % (kind, place))
         else:
             path = os.path.abspath(path)  # a bare name would make dlopen search the system's path
-            try:
-                return load(path), path
-            except (OSError, AttributeError) as e:
-                looked.append("%s: %s (not a loadable errshim_c: %s)" % (kind, path, e))
+            refusal = sanitizer_refusal(path)
+            if refusal:
+                looked.append("%s: %s (refused: %s)" % (kind, path, refusal))
+            else:
+                try:
+                    return load(path), path
+                except (OSError, AttributeError) as e:
+                    looked.append("%s: %s (not a loadable errshim_c: %s)" % (kind, path, e))
         if kind == ENVIRONMENT:
             break
     raise LibraryNotFound(
-        "errshim: the shared library errshim_c was not found. Install errshim (cmake --install), or build it "
-        "(target errshim_c) and set ERRSHIM_LIBRARY to its path. Looked in:\n  " + "\n  ".join(looked)
+        "errshim: the shared library errshim_c was not found. Install the wheel (pip install --no-build-isolation "
+        "./python, see python/README.md) or errshim itself (cmake --install), or build the target errshim_c and set "
+        "ERRSHIM_LIBRARY to its path. Looked in:\n  " + "\n  ".join(looked)
     )
 
 

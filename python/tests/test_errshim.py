@@ -458,11 +458,13 @@ class LibraryLookupTest(unittest.TestCase):
                         ignore=shutil.ignore_patterns("__pycache__", "_install_prefix.py", "*.so*"))
         return where
 
+    # `import errshim` itself raises when the library is not found.
     PRINT_PATH = (
-        "import errshim\n"
         "try:\n"
+        "    import errshim\n"
         "    print('loaded:', errshim.library_path())\n"
-        "except errshim.LibraryNotFound as e:\n"
+        "except ImportError as e:\n"
+        "    assert '%s.%s' % (type(e).__module__, type(e).__name__) == 'errshim.LibraryNotFound', repr(e)\n"
         "    print('not found:', e)\n"
     )
 
@@ -527,29 +529,69 @@ class LibraryLookupTest(unittest.TestCase):
         r = self._python({}, self.PRINT_PATH, pythonpath=os.path.join(moved, "share", "errshim", "python"))
         self.assertEqual(r.stdout.strip(), "loaded: " + os.path.join(moved, "lib", "liberrshim_c.so"), r.stderr)
 
-    def test_a_failed_search_is_remembered_and_translate_passes_errors_through(self):
+    def test_import_raises_library_not_found_and_nothing_is_left_half_loaded(self):
+        # Before: import succeeded and translate() let every error through
+        # in silence when the library was missing.
         missing = os.path.join(self.tmp, "liberrshim_c.so")
         code = (
-            "import os, errshim\n"
-            "def attempt():\n"
-            "    original = ValueError(%r)\n"
-            "    try:\n"
-            "        with errshim.translate():\n"
-            "            raise original\n"
-            "    except Exception as e:\n"
-            "        assert e is original and type(e) is ValueError, repr(e)\n"
-            "attempt()\n"
-            "os.symlink(%r, %r)\n"  # the library appears after the first search
-            "attempt()\n"
+            "import sys\n"
             "try:\n"
-            "    errshim.version()\n"
-            "    print('searched again')\n"
-            "except errshim.LibraryNotFound as e:\n"
-            "    print('remembered:', e)\n"
-        ) % (QUANTIZED_CACHE, self.real, missing)
+            "    import errshim\n"
+            "except ImportError as e:\n"
+            "    print(type(e).__name__, 'errshim' in sys.modules)\n"
+            "    print(e)\n"
+        )
         r = self._python({"ERRSHIM_LIBRARY": missing}, code)
         self.assertEqual(r.returncode, 0, r.stderr)
-        self.assertIn("remembered: errshim: the shared library errshim_c was not found", r.stdout, r.stderr)
+        self.assertTrue(r.stdout.startswith("LibraryNotFound False\n"), r.stdout + r.stderr)
+        self.assertIn("ERRSHIM_LIBRARY: %s (no errshim_c library there)" % missing, r.stdout)
+
+    def test_a_sanitizer_build_is_refused_unless_its_runtime_is_loaded(self):
+        # A file that references AddressSanitizer's entry point, as an ASan
+        # build of errshim_c does: refused by name, never dlopen'ed (which
+        # would abort the interpreter).
+        fake = os.path.join(self.tmp, "asan", "liberrshim_c.so")
+        os.makedirs(os.path.dirname(fake))
+        with open(self.real, "rb") as src, open(fake, "wb") as dst:
+            dst.write(src.read() + b"\0__asan_init\0")
+        r = self._python({"ERRSHIM_LIBRARY": fake}, self.PRINT_PATH)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("ERRSHIM_LIBRARY: %s (refused: built with AddressSanitizer" % fake, r.stdout, r.stderr)
+        self.assertIn("LD_PRELOAD=$(gcc -print-file-name=libasan.so)", r.stdout)
+
+        bundled = self._package_copy(os.path.join(self.tmp, "site-packages"))
+        os.symlink(fake, os.path.join(bundled, "errshim", "liberrshim_c.so"))
+        r = self._python({"ERRSHIM_LIBRARY": self.real}, self.PRINT_PATH, pythonpath=bundled)
+        self.assertEqual(r.stdout.strip(), "loaded: " + self.real, r.stderr)  # the search went on past it
+
+    def test_a_plain_build_is_not_taken_for_a_sanitizer_build(self):
+        from errshim import _native
+
+        self.assertIsNone(_native.sanitizer_refusal(self.real))
+
+    def test_disable_is_the_only_way_translate_lets_a_known_error_through(self):
+        original = ValueError(QUANTIZED_CACHE)
+        errshim.disable()
+        try:
+            self.assertFalse(errshim.enabled())
+            with self.assertRaises(ValueError) as caught:
+                with errshim.translate():
+                    raise original
+            self.assertIs(caught.exception, original)
+        finally:
+            errshim.enable()
+        with self.assertRaises(errshim.TranslatedError):
+            with errshim.translate():
+                raise ValueError(QUANTIZED_CACHE)
+
+    def test_translate_says_so_when_errshim_itself_fails(self):
+        original = ValueError(QUANTIZED_CACHE)
+        with self.assertRaises(ValueError) as caught:
+            with errshim.translate(context="not a context"):
+                raise original
+        self.assertIs(caught.exception, original)
+        self.assertTrue(any(n.startswith("errshim: could not diagnose this error: invalid-argument")
+                            for n in getattr(original, "__notes__", [])), getattr(original, "__notes__", None))
 
     def test_places_searched(self):
         from errshim import _native
