@@ -46,13 +46,22 @@ _SANITIZERS = (
 )
 
 
+def sanitizers_in(path):
+    """The sanitizers the library at `path` was built with, as
+    (marker, runtime symbol, name, runtime library) rows; [] for none, or
+    when the file cannot be read (dlopen will then say why)."""
+    try:
+        with open(path, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as m:
+            return [s for s in _SANITIZERS if m.find(s[0]) >= 0]
+    except (OSError, ValueError):
+        return []
+
+
 def sanitizer_refusal(path):
     """Why the library at `path` must not be loaded into this process (it
     needs a sanitizer runtime the process does not have), or None."""
-    try:
-        with open(path, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as m:
-            found = [s for s in _SANITIZERS if m.find(s[0]) >= 0]
-    except (OSError, ValueError):  # unreadable or empty: dlopen will say why
+    found = sanitizers_in(path)
+    if not found:
         return None
     process = ctypes.CDLL(None)
     missing = [s for s in found if not hasattr(process, s[1])]
