@@ -58,6 +58,10 @@ class RemediationError(errshim.TranslatedError):
 
     report = None
 
+    def __str__(self):
+        # The summary with what errshim did ("[errshim: the retry bound ...]").
+        return Exception.__str__(self)
+
 
 def _remediation_error(exc, diagnosis, report, summary):
     err = RemediationError(summary)
