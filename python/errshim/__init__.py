@@ -74,6 +74,7 @@ __all__ = [
 _lib, _lib_path = _native.open_library()
 
 _enabled = True  # errshim.disable() turns translate() and the hooks off
+_fill_lock = threading.Lock()
 
 
 def _library():
@@ -186,9 +187,20 @@ class Remediation:
 class Diagnosis:
     """A recognised error: the catalog entry that explains it, and what the
     message said. Plain data, copied out of the library: keep it as long as
-    you like, from any thread."""
+    you like, from any thread.
+
+    diagnose() reads only the id at once; the other fields are copied out of
+    the library's result the first time one is used (rendering and parsing
+    the whole result costs several times the lookup itself, and a server
+    that only counts ids never needs it)."""
+
+    _FIELDS = ("_data", "cause", "trigger", "remediation", "captures", "source", "library", "error_class", "kind",
+               "severity", "message", "exception_class")
 
     def __init__(self, data):
+        self._fill_from(data)
+
+    def _fill_from(self, data):
         self._data = data
         self.id = data["id"]
         self.cause = data.get("cause", "")
@@ -203,13 +215,51 @@ class Diagnosis:
         self.message = data.get("message", "")
         self.exception_class = data.get("exception_class", "")
 
-    @classmethod
-    def _from_handle(cls, handle):
+    @staticmethod
+    def _read(handle):
         text = _native.take_string(_library(), _library().errshim_diagnosis_json(handle))
         if text is None:
             raise MemoryError("errshim: out of memory rendering a diagnosis")
-        data = json.loads(text)
+        return json.loads(text)
+
+    @classmethod
+    def _from_handle(cls, handle):
+        """A copy of a result errshim lends (the handle stays the caller's)."""
+        data = cls._read(handle)
         return cls(data) if data.get("matched") else None
+
+    @classmethod
+    def _owning(cls, handle):
+        """A Diagnosis that takes over a matched result handle: the id now,
+        the rest on first use; the handle is freed then, or with the object."""
+        d = cls.__new__(cls)
+        d.id = _native.lent(_library().errshim_diagnosis_id(handle))
+        d._handle = handle
+        return d
+
+    def __getattr__(self, name):
+        # Only reached for a field not read yet.
+        if name in Diagnosis._FIELDS and "_handle" in self.__dict__:
+            with _fill_lock:
+                handle = self.__dict__.pop("_handle", None)
+                if handle is not None:
+                    try:
+                        self._fill_from(self._read(handle))
+                    finally:
+                        _library().errshim_diagnosis_free(handle)
+            return object.__getattribute__(self, name)
+        raise AttributeError("%r object has no attribute %r" % (type(self).__name__, name))
+
+    def __getstate__(self):
+        # copy, deepcopy, pickle: plain data only, never a second owner of
+        # the handle.
+        self._data  # noqa: B018 - reads everything, frees the handle
+        return dict(self.__dict__)
+
+    def __del__(self):
+        handle = self.__dict__.pop("_handle", None)
+        if handle is not None and _lib is not None:
+            _lib.errshim_diagnosis_free(handle)
 
     def to_dict(self):
         """The object `errshim explain --json` prints (a fresh copy)."""
@@ -344,9 +394,12 @@ def diagnose(message, context=None, catalog=None):
     code = lib.errshim_diagnose(
         _catalog_handle(catalog), data, len(data), _context_bytes(context), ctypes.byref(handle), ctypes.byref(error)
     )
+    if code == _native.OK:
+        _native.take_string(lib, error.value)
+        return Diagnosis._owning(handle.value)
     try:
-        _check(code, error, allowed=(_native.OK, _native.NO_MATCH))
-        return Diagnosis._from_handle(handle) if code == _native.OK else None
+        _check(code, error, allowed=(_native.NO_MATCH,))
+        return None
     finally:
         lib.errshim_diagnosis_free(handle)
 

@@ -121,6 +121,20 @@ class DiagnoseTest(unittest.TestCase):
         self.assertEqual(d.remediation[0].safety, "safe")
         self.assertEqual(d.remediation[0].fix["set"], {"cache_implementation": "dynamic"})
 
+    def test_fields_read_on_first_use_match_the_full_result(self):
+        lazy = errshim.diagnose("Error: " + SDPA)
+        self.assertEqual(lazy.id, SDPA_ID)
+        import copy, pickle
+
+        twin = copy.deepcopy(lazy)  # its own plain copy, not a second owner of the result
+        full = errshim.Diagnosis(lazy.to_dict())
+        self.assertEqual(lazy, full)
+        self.assertEqual(twin, full)
+        self.assertEqual(pickle.loads(pickle.dumps(errshim.diagnose("Error: " + SDPA))), full)
+        self.assertEqual((lazy.cause, lazy.captures, lazy.remediation), (full.cause, full.captures, full.remediation))
+        with self.assertRaises(AttributeError):
+            lazy.no_such_field
+
     def test_unknown_message_is_none(self):
         self.assertIsNone(errshim.diagnose("ValueError: the weather is bad today"))
         self.assertIsNone(errshim.diagnose(""))
