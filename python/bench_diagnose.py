@@ -69,7 +69,12 @@ def main():
         before = rss_kib()
         t = time.perf_counter()
         for i in range(args.leak):
-            errshim.diagnose(message if i % 2 else MESSAGES["unmatched"])
+            if i % 2:
+                errshim.diagnose(MESSAGES["unmatched"])
+            elif i % 4:
+                errshim.diagnose(message)  # the result is freed unread
+            else:
+                errshim.diagnose(message).remediation  # read: copied out and freed at once
         seconds = time.perf_counter() - t
         after = rss_kib()
         print("%d calls in %.1f s: RSS %d KiB before, %d KiB after (%+d KiB)"

@@ -165,6 +165,21 @@ class InstallTest(unittest.TestCase):
         if sys.version_info >= (3, 11):  # a PEP 678 note, printed by Python itself
             self.assertIn("  cause: ", r.stderr)
 
+    def test_before_python_3_11_the_text_follows_the_traceback(self):
+        from unittest import mock
+
+        errshim.install(logging=False, warnings=False, asyncio=False)
+        try:
+            raise ValueError(QUANTIZED_CACHE)
+        except ValueError as e:
+            exc = e
+        out = io.StringIO()
+        with mock.patch.object(sys, "version_info", (3, 10, 0)), contextlib.redirect_stderr(out):
+            sys.excepthook(type(exc), exc, exc.__traceback__)
+        text = out.getvalue()
+        self.assertGreater(text.index("errshim: " + QUANTIZED_ID), text.index("ValueError: This model"))
+        self.assertFalse(getattr(exc, "__notes__", None))  # written, not added as a note
+
     def test_uncaught_unknown_exception_is_printed_as_before(self):
         code = "import errshim\n%sraise KeyError('x')\n"
         plain, hooked = _python(code % ""), _python(code % "errshim.install()\n")
