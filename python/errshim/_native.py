@@ -68,8 +68,8 @@ def sanitizer_refusal(path):
     if not missing:
         return None
     return "built with %s, whose runtime this process has not loaded; loading it would abort the interpreter " \
-        "(use a build without ERRSHIM_SANITIZE, or start python with LD_PRELOAD=$(gcc -print-file-name=%s))" % (
-            " and ".join(s[2] for s in missing), missing[0][3])
+        "(use a build without ERRSHIM_SANITIZE, or start python with LD_PRELOAD=%s)" % (
+            " and ".join(s[2] for s in missing), ":".join("$(gcc -print-file-name=%s)" % s[3] for s in missing))
 
 
 def _in_dir(directory):

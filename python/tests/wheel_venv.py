@@ -6,7 +6,8 @@
 2. `pip install --no-build-isolation --no-index ./python` (ERRSHIM_BUILD_DIR
    naming the CMake build) into `python3 -m venv --system-site-packages`;
 3. `import errshim` there, with no ERRSHIM_LIBRARY and no PYTHONPATH, loads
-   the library bundled in site-packages, of the C++ version;
+   the library bundled in site-packages, of the C++ version; the wheel is
+   tagged py3-none-<platform>;
 4. the whole unittest suite (python/tests, torch's included) passes there.
 
 The package is copied first (python/ and the version header, as in the
@@ -86,6 +87,12 @@ def main():
     if len(lines) != 2 or lines[0] != os.path.join(site, "errshim", "liberrshim_c.so") or lines[1] != version:
         sys.exit("wheel_venv: the installed package did not load its bundled library of version %s: %r"
                  % (version, r.stdout))
+
+    # A platform wheel (it holds a .so), for any Python 3 (ctypes, no ABI).
+    with open(os.path.join(site, "errshim-%s.dist-info" % version, "WHEEL")) as f:
+        wheel = f.read()
+    if "Root-Is-Purelib: false" not in wheel or not re.search(r"^Tag: py3-none-linux_\w+$", wheel, re.M):
+        sys.exit("wheel_venv: the wheel is not tagged py3-none-<platform>:\n" + wheel)
 
     # 4. The suite, against the installed package.
     suite_env = dict(env)
