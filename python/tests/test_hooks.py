@@ -67,9 +67,12 @@ class InstallTest(unittest.TestCase):
         try:
             errshim.uninstall()
             self.assertIs(warnings.showwarning, theirs)  # theirs kept
-            with contextlib.redirect_stderr(io.StringIO()):
+            out = io.StringIO()
+            with contextlib.redirect_stderr(out):
                 warnings.showwarning(TOKEN_WARNING, UserWarning, "x.py", 1)
-            self.assertEqual(seen, [TOKEN_WARNING])  # ours passed it on, adding nothing
+            self.assertEqual(seen, [TOKEN_WARNING])
+            self.assertIn(TOKEN_WARNING, out.getvalue())
+            self.assertNotIn("errshim:", out.getvalue())  # ours passed it on, adding nothing
         finally:
             warnings.showwarning = original
 
