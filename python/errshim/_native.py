@@ -8,6 +8,7 @@ import ctypes
 import glob
 import mmap
 import os
+import struct
 import sys
 
 # Names the library has on the platforms CMake builds it for, most specific
@@ -46,14 +47,40 @@ _SANITIZERS = (
 )
 
 
+def _dynamic_strings(m):
+    """(start, end) of the string table of an ELF file's dynamic symbols,
+    where the names of the functions it imports are; None when `m` is not
+    ELF. Only that table is searched: the library's data (its embedded
+    catalog) may well quote a sanitizer's symbol in an error message."""
+    if m[:4] != b"\x7fELF" or m[4] not in (1, 2) or m[5] not in (1, 2):
+        return None
+    wide, order = m[4] == 2, "<" if m[5] == 1 else ">"
+    if wide:
+        shoff, = struct.unpack_from(order + "Q", m, 0x28)
+        shentsize, shnum = struct.unpack_from(order + "HH", m, 0x3A)
+        layout = order + "IIQQQQI"  # name, type, flags, addr, offset, size, link
+    else:
+        shoff, = struct.unpack_from(order + "I", m, 0x20)
+        shentsize, shnum = struct.unpack_from(order + "HH", m, 0x2E)
+        layout = order + "IIIIIII"
+    headers = [struct.unpack_from(layout, m, shoff + i * shentsize) for i in range(shnum)]
+    for _, kind, _, _, _, _, link in headers:
+        if kind == 11 and link < shnum:  # SHT_DYNSYM, linked to its string table
+            offset, size = headers[link][4], headers[link][5]
+            return offset, offset + size
+    return 0, 0  # an ELF file without dynamic symbols imports nothing
+
+
 def sanitizers_in(path):
     """The sanitizers the library at `path` was built with, as
-    (marker, runtime symbol, name, runtime library) rows; [] for none, or
-    when the file cannot be read (dlopen will then say why)."""
+    (marker, runtime symbol, name, runtime library) rows, read from the
+    names it imports; [] for none, or when the file cannot be read or parsed
+    (dlopen will then say why)."""
     try:
         with open(path, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as m:
-            return [s for s in _SANITIZERS if m.find(s[0]) >= 0]
-    except (OSError, ValueError):
+            span = _dynamic_strings(m) or (0, len(m))  # not ELF (a Mach-O, a DLL): the whole file
+            return [s for s in _SANITIZERS if m.find(s[0], *span) >= 0]
+    except (OSError, ValueError, struct.error):
         return []
 
 

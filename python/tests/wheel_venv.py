@@ -67,10 +67,11 @@ def main():
 
     # 1. A sanitizer build is never bundled.
     fake = os.path.join(work, "asan-build")
-    os.makedirs(fake)
-    real = os.path.realpath(os.path.join(build, "liberrshim_c.so.%s" % version))
-    with open(real, "rb") as f, open(os.path.join(fake, "liberrshim_c.so.%s" % version), "wb") as g:
-        g.write(f.read() + b"\0__asan_init\0")
+    sys.path.insert(0, HERE)
+    import sanitized
+
+    if sanitized.build(os.path.join(fake, "liberrshim_c.so.%s" % version)) is None:
+        sys.exit("wheel_venv: cannot compile a library with -fsanitize=address,undefined (a C compiler is needed)")
     r = run(pip + [os.path.join(src, "python")], dict(env, ERRSHIM_BUILD_DIR=fake), empty, expect_ok=False)
     if r.returncode == 0 or "was built with AddressSanitizer" not in r.stdout:
         sys.exit("wheel_venv: a wheel was built from a sanitizer build, or not refused by name")
