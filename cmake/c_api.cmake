@@ -89,6 +89,50 @@ else()
   message(STATUS "errshim: python3 not found, the Python binding tests are skipped")
 endif()
 
+# The wheel in a fresh venv, and the tests on a real torch: Debian's own
+# interpreter, the one python3-torch, python3-setuptools, python3-wheel and
+# python3-venv install for (scripts/setup.sh --with-python). Off with the
+# other Python tests (CMAKE_DISABLE_FIND_PACKAGE_Python3).
+set(_errshim_py_wheel OFF)
+set(_errshim_py_torch OFF)
+if(Python3_Interpreter_FOUND)
+  find_program(ERRSHIM_SYSTEM_PYTHON3 NAMES python3 PATHS /usr/bin NO_DEFAULT_PATH)
+endif()
+if(Python3_Interpreter_FOUND AND ERRSHIM_SYSTEM_PYTHON3)
+  execute_process(COMMAND ${ERRSHIM_SYSTEM_PYTHON3} -c "import ensurepip, setuptools, wheel"
+                  RESULT_VARIABLE _rc OUTPUT_QUIET ERROR_QUIET)
+  if(_rc EQUAL 0 AND NOT ERRSHIM_SANITIZE)  # the wheel refuses a sanitizer build, by design
+    set(_errshim_py_wheel ON)
+  endif()
+  execute_process(COMMAND ${ERRSHIM_SYSTEM_PYTHON3} -c "import torch" RESULT_VARIABLE _rc OUTPUT_QUIET ERROR_QUIET)
+  if(_rc EQUAL 0)
+    set(_errshim_py_torch ON)
+  endif()
+endif()
+errshim_optional_part("Python wheel test (venv)" ${_errshim_py_wheel})
+errshim_optional_part("Python tests on torch" ${_errshim_py_torch})
+if(_errshim_py_torch)
+  add_test(NAME python.torch
+           COMMAND ${ERRSHIM_SYSTEM_PYTHON3} -m unittest discover -s tests -p "test_torch*.py" -v
+           WORKING_DIRECTORY ${PROJECT_SOURCE_DIR}/python)
+  set_tests_properties(python.torch PROPERTIES LABELS "bindings;python" TIMEOUT 300
+                       ENVIRONMENT "${_errshim_python_env};ERRSHIM_REQUIRE_TORCH=1")
+elseif(Python3_Interpreter_FOUND)
+  message(STATUS "errshim: /usr/bin/python3 cannot import torch, python.torch is skipped (scripts/setup.sh --with-python)")
+endif()
+if(_errshim_py_wheel)
+  set(_errshim_wheel_args --build-dir ${PROJECT_BINARY_DIR} --work ${PROJECT_BINARY_DIR}/python-wheel-test)
+  if(_errshim_py_torch)
+    list(APPEND _errshim_wheel_args --require-torch)
+  endif()
+  add_test(NAME python.wheel
+           COMMAND ${ERRSHIM_SYSTEM_PYTHON3} ${PROJECT_SOURCE_DIR}/python/tests/wheel_venv.py ${_errshim_wheel_args})
+  set_tests_properties(python.wheel PROPERTIES LABELS "bindings;python" TIMEOUT 600)
+elseif(Python3_Interpreter_FOUND)
+  message(STATUS "errshim: no /usr/bin/python3 with venv, setuptools and wheel (or a sanitizer build), "
+                 "python.wheel is skipped (scripts/setup.sh --with-python)")
+endif()
+
 # The Rust example: extern "C" declarations, no crates, built by rustc alone.
 find_package(Rustc QUIET)
 errshim_optional_part("Rust example" "${Rustc_FOUND}")

@@ -16,10 +16,14 @@
     r = errshim.fix_config(open("generation_config.json").read(), message)
     if r.applied: print(r.config)
 
+    errshim.install()                         # uncaught exceptions, logging, warnings, asyncio
+
+    r = errshim.remediate(build, {"dtype": "float16"})   # apply fixes and retry
+
 A thin layer (ctypes, standard library only) over errshim's C interface in
-the shared library errshim_c; see _native.candidates() for where it is
-looked for, or set ERRSHIM_LIBRARY to its path (before the first call: a
-failed search is remembered for the process).
+the shared library errshim_c, which a wheel bundles; see _native.candidates()
+for where it is looked for, or set ERRSHIM_LIBRARY to its path. Without it,
+`import errshim` raises errshim.LibraryNotFound (an ImportError).
 """
 
 import contextlib
@@ -39,45 +43,65 @@ __all__ = [
     "ErrshimError",
     "FixResult",
     "LibraryNotFound",
+    "LogDiagnosis",
+    "LogFilter",
+    "Remediated",
     "Remediation",
+    "RemediationError",
+    "RemediationReport",
     "TranslatedError",
     "diagnose",
+    "disable",
+    "enable",
+    "enabled",
     "exception_text",
     "explain",
     "fix_config",
+    "install",
+    "installed",
     "library_path",
+    "remediate",
     "translate",
+    "diagnosis_text",
     "translated",
+    "uninstall",
     "version",
 ]
 
-_lib = None
-_lib_path = None
-_lib_missing = None  # the message of a failed search, remembered for the process
-_lib_lock = threading.Lock()
+# Loaded at import: without its library errshim can do nothing, and a
+# translate() that quietly let every error through would hide that. The
+# error names every place searched.
+_lib, _lib_path = _native.open_library()
+
+_enabled = True  # errshim.disable() turns translate() and the hooks off
+_fill_lock = threading.Lock()
 
 
 def _library():
-    # Loaded on first use, so `import errshim` never fails on its own and the
-    # error, if any, comes where the library is first needed. A failed search
-    # is not repeated: translate() asks on every exception it sees.
-    global _lib, _lib_path, _lib_missing
-    if _lib is None:
-        with _lib_lock:
-            if _lib is None:
-                if _lib_missing is None:
-                    try:
-                        _lib, _lib_path = _native.open_library()
-                    except LibraryNotFound as e:
-                        _lib_missing = str(e)
-                if _lib is None:
-                    raise LibraryNotFound(_lib_missing)
     return _lib
 
 
+def disable():
+    """Turns errshim off for the process: translate() lets every error
+    through unchanged and the hooks of install() add nothing, until enable().
+    The explicit off switch; errshim is never off by accident."""
+    global _enabled
+    _enabled = False
+
+
+def enable():
+    """Undoes disable()."""
+    global _enabled
+    _enabled = True
+
+
+def enabled():
+    """False after disable()."""
+    return _enabled
+
+
 def library_path():
-    """The path of the errshim_c library in use (loading it if needed)."""
-    _library()
+    """The path of the errshim_c library in use."""
     return _lib_path
 
 
@@ -163,9 +187,20 @@ class Remediation:
 class Diagnosis:
     """A recognised error: the catalog entry that explains it, and what the
     message said. Plain data, copied out of the library: keep it as long as
-    you like, from any thread."""
+    you like, from any thread.
+
+    diagnose() reads only the id at once; the other fields are copied out of
+    the library's result the first time one is used (rendering and parsing
+    the whole result costs several times the lookup itself, and a server
+    that only counts ids never needs it)."""
+
+    _FIELDS = ("_data", "cause", "trigger", "remediation", "captures", "source", "library", "error_class", "kind",
+               "severity", "message", "exception_class")
 
     def __init__(self, data):
+        self._fill_from(data)
+
+    def _fill_from(self, data):
         self._data = data
         self.id = data["id"]
         self.cause = data.get("cause", "")
@@ -180,13 +215,51 @@ class Diagnosis:
         self.message = data.get("message", "")
         self.exception_class = data.get("exception_class", "")
 
-    @classmethod
-    def _from_handle(cls, handle):
+    @staticmethod
+    def _read(handle):
         text = _native.take_string(_library(), _library().errshim_diagnosis_json(handle))
         if text is None:
             raise MemoryError("errshim: out of memory rendering a diagnosis")
-        data = json.loads(text)
+        return json.loads(text)
+
+    @classmethod
+    def _from_handle(cls, handle):
+        """A copy of a result errshim lends (the handle stays the caller's)."""
+        data = cls._read(handle)
         return cls(data) if data.get("matched") else None
+
+    @classmethod
+    def _owning(cls, handle):
+        """A Diagnosis that takes over a matched result handle: the id now,
+        the rest on first use; the handle is freed then, or with the object."""
+        d = cls.__new__(cls)
+        d.id = _native.lent(_library().errshim_diagnosis_id(handle))
+        d._handle = handle
+        return d
+
+    def __getattr__(self, name):
+        # Only reached for a field not read yet.
+        if name in Diagnosis._FIELDS and "_handle" in self.__dict__:
+            with _fill_lock:
+                handle = self.__dict__.pop("_handle", None)
+                if handle is not None:
+                    try:
+                        self._fill_from(self._read(handle))
+                    finally:
+                        _library().errshim_diagnosis_free(handle)
+            return object.__getattribute__(self, name)
+        raise AttributeError("%r object has no attribute %r" % (type(self).__name__, name))
+
+    def __getstate__(self):
+        # copy, deepcopy, pickle: plain data only, never a second owner of
+        # the handle.
+        self._data  # noqa: B018 - reads everything, frees the handle
+        return dict(self.__dict__)
+
+    def __del__(self):
+        handle = self.__dict__.pop("_handle", None)
+        if handle is not None and _lib is not None:
+            _lib.errshim_diagnosis_free(handle)
 
     def to_dict(self):
         """The object `errshim explain --json` prints (a fresh copy)."""
@@ -321,9 +394,12 @@ def diagnose(message, context=None, catalog=None):
     code = lib.errshim_diagnose(
         _catalog_handle(catalog), data, len(data), _context_bytes(context), ctypes.byref(handle), ctypes.byref(error)
     )
+    if code == _native.OK:
+        _native.take_string(lib, error.value)
+        return Diagnosis._owning(handle.value)
     try:
-        _check(code, error, allowed=(_native.OK, _native.NO_MATCH))
-        return Diagnosis._from_handle(handle) if code == _native.OK else None
+        _check(code, error, allowed=(_native.NO_MATCH,))
+        return None
     finally:
         lib.errshim_diagnosis_free(handle)
 
@@ -463,13 +539,14 @@ class translate(contextlib.ContextDecorator):
         return self
 
     def __exit__(self, exc_type, exc, tb):
-        if exc is None or not isinstance(exc, Exception) or isinstance(exc, TranslatedError):
+        if exc is None or not isinstance(exc, Exception) or isinstance(exc, TranslatedError) or not _enabled:
             return False
         try:
             d = explain(exc, context=self.context, catalog=self.catalog)
-        except Exception:
-            # errshim itself failed (library missing, ...): the user's error
-            # matters more than ours, so it goes on unchanged.
+        except Exception as e:
+            # errshim itself failed: the user's error matters more than ours,
+            # so it goes on, but saying that errshim could not read it.
+            _note(exc, "errshim: could not diagnose this error: %s" % e)
             return False
         if d is None:
             return False
@@ -480,6 +557,43 @@ class translate(contextlib.ContextDecorator):
         if not isinstance(err, type(exc)):
             # No subclass of the original's type could be made: a handler
             # written for that type would miss the translation, so the
-            # original goes on unchanged.
+            # original goes on, with the diagnosis as a note.
+            _note(exc, diagnosis_text(d))
             return False
         raise err.with_traceback(tb) from exc
+
+
+def _note(exc, text):
+    # PEP 678 notes (3.11+) are printed after the traceback; before 3.11 the
+    # same list is kept, for code that reads it.
+    try:
+        if hasattr(exc, "add_note"):
+            exc.add_note(text)
+        else:
+            notes = getattr(exc, "__notes__", None)
+            if not isinstance(notes, list):
+                notes = []
+                exc.__notes__ = notes
+            notes.append(text)
+    except Exception:
+        pass  # an exception that refuses attributes keeps its own text
+
+
+def diagnosis_text(d):
+    """The lines errshim adds after a traceback: id, cause, where upstream
+    raises it, and the remediation steps."""
+    lines = ["errshim: %s (%s)" % (d.id, d.kind) if d.kind else "errshim: %s" % d.id]
+    if d.cause:
+        lines.append("  cause: " + " ".join(d.cause.split()))
+    src = d.source
+    if src.get("path"):
+        lines.append("  raised at: %s%s:%s" % (src["repo"] + "/" if src.get("repo") else "", src["path"],
+                                              src.get("line", 0)))
+    for i, r in enumerate(d.remediation, 1):
+        lines.append("  %d. %s%s" % (i, " ".join(r.text.split()), " [fix: %s]" % r.safety if r.safety else ""))
+    return "\n".join(lines)
+
+
+# Defined in their own modules; they use the names above.
+from ._hooks import LogDiagnosis, LogFilter, annotate_record, asyncio_exception_handler, install, installed, uninstall  # noqa: E402
+from ._remediate import Remediated, RemediationError, RemediationReport, remediate  # noqa: E402

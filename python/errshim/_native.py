@@ -6,7 +6,9 @@ signatures, are in one spot. Nothing here is public.
 
 import ctypes
 import glob
+import mmap
 import os
+import struct
 import sys
 
 # Names the library has on the platforms CMake builds it for, most specific
@@ -26,8 +28,75 @@ PREFIX = "install prefix"
 
 
 class LibraryNotFound(ImportError):
-    """errshim_c was not found, or what was found is not errshim_c; the
-    message lists every place errshim looked and what it found there."""
+    """errshim_c was not found, or what was found is not errshim_c (or is a
+    sanitizer build); the message lists every place errshim looked and what
+    it found there. `import errshim` raises it."""
+
+
+LibraryNotFound.__module__ = "errshim"  # how tracebacks name it: the public name
+
+# A library built with a sanitizer references its runtime's entry point.
+# Loaded into an interpreter that was not started with that runtime, an
+# AddressSanitizer build aborts the whole process (the runtime must come
+# first), so such a file is refused unless its runtime is already loaded
+# (LD_PRELOAD, as the sanitizer test configuration does).
+_SANITIZERS = (
+    (b"__asan_init", "__asan_init", "AddressSanitizer", "libasan.so"),
+    (b"__tsan_init", "__tsan_init", "ThreadSanitizer", "libtsan.so"),
+    (b"__ubsan_handle_", "__ubsan_handle_add_overflow", "UndefinedBehaviorSanitizer", "libubsan.so"),
+)
+
+
+def _dynamic_strings(m):
+    """(start, end) of the string table of an ELF file's dynamic symbols,
+    where the names of the functions it imports are; None when `m` is not
+    ELF. Only that table is searched: the library's data (its embedded
+    catalog) may well quote a sanitizer's symbol in an error message."""
+    if m[:4] != b"\x7fELF" or m[4] not in (1, 2) or m[5] not in (1, 2):
+        return None
+    wide, order = m[4] == 2, "<" if m[5] == 1 else ">"
+    if wide:
+        shoff, = struct.unpack_from(order + "Q", m, 0x28)
+        shentsize, shnum = struct.unpack_from(order + "HH", m, 0x3A)
+        layout = order + "IIQQQQI"  # name, type, flags, addr, offset, size, link
+    else:
+        shoff, = struct.unpack_from(order + "I", m, 0x20)
+        shentsize, shnum = struct.unpack_from(order + "HH", m, 0x2E)
+        layout = order + "IIIIIII"
+    headers = [struct.unpack_from(layout, m, shoff + i * shentsize) for i in range(shnum)]
+    for _, kind, _, _, _, _, link in headers:
+        if kind == 11 and link < shnum:  # SHT_DYNSYM, linked to its string table
+            offset, size = headers[link][4], headers[link][5]
+            return offset, offset + size
+    return 0, 0  # an ELF file without dynamic symbols imports nothing
+
+
+def sanitizers_in(path):
+    """The sanitizers the library at `path` was built with, as
+    (marker, runtime symbol, name, runtime library) rows, read from the
+    names it imports; [] for none, or when the file cannot be read or parsed
+    (dlopen will then say why)."""
+    try:
+        with open(path, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as m:
+            span = _dynamic_strings(m) or (0, len(m))  # not ELF (a Mach-O, a DLL): the whole file
+            return [s for s in _SANITIZERS if m.find(s[0], *span) >= 0]
+    except (OSError, ValueError, struct.error):
+        return []
+
+
+def sanitizer_refusal(path):
+    """Why the library at `path` must not be loaded into this process (it
+    needs a sanitizer runtime the process does not have), or None."""
+    found = sanitizers_in(path)
+    if not found:
+        return None
+    process = ctypes.CDLL(None)
+    missing = [s for s in found if not hasattr(process, s[1])]
+    if not missing:
+        return None
+    return "built with %s, whose runtime this process has not loaded; loading it would abort the interpreter " \
+        "(use a build without ERRSHIM_SANITIZE, or start python with LD_PRELOAD=%s)" % (
+            " and ".join(s[2] for s in missing), ":".join("$(gcc -print-file-name=%s)" % s[3] for s in missing))
 
 
 def _in_dir(directory):
@@ -79,15 +148,20 @@ def open_library():
             looked.append("%s: %s (no errshim_c library there)" % (kind, place))
         else:
             path = os.path.abspath(path)  # a bare name would make dlopen search the system's path
-            try:
-                return load(path), path
-            except (OSError, AttributeError) as e:
-                looked.append("%s: %s (not a loadable errshim_c: %s)" % (kind, path, e))
+            refusal = sanitizer_refusal(path)
+            if refusal:
+                looked.append("%s: %s (refused: %s)" % (kind, path, refusal))
+            else:
+                try:
+                    return load(path), path
+                except (OSError, AttributeError) as e:
+                    looked.append("%s: %s (not a loadable errshim_c: %s)" % (kind, path, e))
         if kind == ENVIRONMENT:
             break
     raise LibraryNotFound(
-        "errshim: the shared library errshim_c was not found. Install errshim (cmake --install), or build it "
-        "(target errshim_c) and set ERRSHIM_LIBRARY to its path. Looked in:\n  " + "\n  ".join(looked)
+        "errshim: the shared library errshim_c was not found. Install the wheel (pip install --no-build-isolation "
+        "./python, see python/README.md) or errshim itself (cmake --install), or build the target errshim_c and set "
+        "ERRSHIM_LIBRARY to its path. Looked in:\n  " + "\n  ".join(looked)
     )
 
 

@@ -121,6 +121,20 @@ class DiagnoseTest(unittest.TestCase):
         self.assertEqual(d.remediation[0].safety, "safe")
         self.assertEqual(d.remediation[0].fix["set"], {"cache_implementation": "dynamic"})
 
+    def test_fields_read_on_first_use_match_the_full_result(self):
+        lazy = errshim.diagnose("Error: " + SDPA)
+        self.assertEqual(lazy.id, SDPA_ID)
+        import copy, pickle
+
+        twin = copy.deepcopy(lazy)  # its own plain copy, not a second owner of the result
+        full = errshim.Diagnosis(lazy.to_dict())
+        self.assertEqual(lazy, full)
+        self.assertEqual(twin, full)
+        self.assertEqual(pickle.loads(pickle.dumps(errshim.diagnose("Error: " + SDPA))), full)
+        self.assertEqual((lazy.cause, lazy.captures, lazy.remediation), (full.cause, full.captures, full.remediation))
+        with self.assertRaises(AttributeError):
+            lazy.no_such_field
+
     def test_unknown_message_is_none(self):
         self.assertIsNone(errshim.diagnose("ValueError: the weather is bad today"))
         self.assertIsNone(errshim.diagnose(""))
@@ -440,13 +454,16 @@ class LibraryLookupTest(unittest.TestCase):
         self.tmp = tempfile.mkdtemp(prefix="errshim-lookup-")
         self.addCleanup(shutil.rmtree, self.tmp, True)
         self.real = os.path.realpath(errshim.library_path())
+        # The package without a library beside it: what the subprocesses
+        # import unless a test says otherwise (the package under test may be
+        # an installed wheel, which bundles one).
+        self.bare = self._package_copy(os.path.join(self.tmp, "bare"))
 
     def _python(self, env, code, pythonpath=None):
         full = dict(os.environ)
         full.pop("ERRSHIM_LIBRARY", None)
         full.update(env)
-        if pythonpath:
-            full["PYTHONPATH"] = pythonpath
+        full["PYTHONPATH"] = pythonpath or self.bare
         # Run from the temporary folder: `python -c` puts the working folder
         # first on sys.path, and the package must come from PYTHONPATH.
         return subprocess.run([sys.executable, "-c", code], env=full, capture_output=True, text=True, cwd=self.tmp)
@@ -458,11 +475,13 @@ class LibraryLookupTest(unittest.TestCase):
                         ignore=shutil.ignore_patterns("__pycache__", "_install_prefix.py", "*.so*"))
         return where
 
+    # `import errshim` itself raises when the library is not found.
     PRINT_PATH = (
-        "import errshim\n"
         "try:\n"
+        "    import errshim\n"
         "    print('loaded:', errshim.library_path())\n"
-        "except errshim.LibraryNotFound as e:\n"
+        "except ImportError as e:\n"
+        "    assert '%s.%s' % (type(e).__module__, type(e).__name__) == 'errshim.LibraryNotFound', repr(e)\n"
         "    print('not found:', e)\n"
     )
 
@@ -474,7 +493,8 @@ class LibraryLookupTest(unittest.TestCase):
     def test_env_var_naming_nothing_lists_every_place_searched(self):
         r = self._python({"ERRSHIM_LIBRARY": "/nonexistent/liberrshim_c.so"}, self.PRINT_PATH)
         self.assertIn("not found: errshim: the shared library errshim_c was not found", r.stdout, r.stderr)
-        self.assertIn("bundled with the package: %s (no errshim_c library there)" % PACKAGE_DIR, r.stdout)
+        self.assertIn("bundled with the package: %s (no errshim_c library there)" % os.path.join(self.bare, "errshim"),
+                      r.stdout)
         self.assertIn("ERRSHIM_LIBRARY: /nonexistent/liberrshim_c.so (no errshim_c library there)", r.stdout)
 
     def test_env_var_naming_a_file_that_is_not_errshim_c(self):
@@ -527,36 +547,86 @@ class LibraryLookupTest(unittest.TestCase):
         r = self._python({}, self.PRINT_PATH, pythonpath=os.path.join(moved, "share", "errshim", "python"))
         self.assertEqual(r.stdout.strip(), "loaded: " + os.path.join(moved, "lib", "liberrshim_c.so"), r.stderr)
 
-    def test_a_failed_search_is_remembered_and_translate_passes_errors_through(self):
+    def test_import_raises_library_not_found_and_nothing_is_left_half_loaded(self):
+        # Before: import succeeded and translate() let every error through
+        # in silence when the library was missing.
         missing = os.path.join(self.tmp, "liberrshim_c.so")
         code = (
-            "import os, errshim\n"
-            "def attempt():\n"
-            "    original = ValueError(%r)\n"
-            "    try:\n"
-            "        with errshim.translate():\n"
-            "            raise original\n"
-            "    except Exception as e:\n"
-            "        assert e is original and type(e) is ValueError, repr(e)\n"
-            "attempt()\n"
-            "os.symlink(%r, %r)\n"  # the library appears after the first search
-            "attempt()\n"
+            "import sys\n"
             "try:\n"
-            "    errshim.version()\n"
-            "    print('searched again')\n"
-            "except errshim.LibraryNotFound as e:\n"
-            "    print('remembered:', e)\n"
-        ) % (QUANTIZED_CACHE, self.real, missing)
+            "    import errshim\n"
+            "except ImportError as e:\n"
+            "    print(type(e).__name__, 'errshim' in sys.modules)\n"
+            "    print(e)\n"
+        )
         r = self._python({"ERRSHIM_LIBRARY": missing}, code)
         self.assertEqual(r.returncode, 0, r.stderr)
-        self.assertIn("remembered: errshim: the shared library errshim_c was not found", r.stdout, r.stderr)
+        self.assertTrue(r.stdout.startswith("LibraryNotFound False\n"), r.stdout + r.stderr)
+        self.assertIn("ERRSHIM_LIBRARY: %s (no errshim_c library there)" % missing, r.stdout)
+
+    def test_a_sanitizer_build_is_refused_unless_its_runtime_is_loaded(self):
+        # Refused by name, never dlopen'ed: an AddressSanitizer build loaded
+        # into a plain interpreter aborts it.
+        import sanitized
+
+        fake = sanitized.build(os.path.join(self.tmp, "asan", "liberrshim_c.so"))
+        if fake is None:
+            self.skipTest("no C compiler with AddressSanitizer's runtime")
+        r = self._python({"ERRSHIM_LIBRARY": fake}, self.PRINT_PATH)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("ERRSHIM_LIBRARY: %s (refused: built with AddressSanitizer and UndefinedBehaviorSanitizer"
+                      % fake, r.stdout, r.stderr)
+        self.assertIn("LD_PRELOAD=$(gcc -print-file-name=libasan.so):$(gcc -print-file-name=libubsan.so)", r.stdout)
+
+        bundled = self._package_copy(os.path.join(self.tmp, "site-packages"))
+        os.symlink(fake, os.path.join(bundled, "errshim", "liberrshim_c.so"))
+        r = self._python({"ERRSHIM_LIBRARY": self.real}, self.PRINT_PATH, pythonpath=bundled)
+        self.assertEqual(r.stdout.strip(), "loaded: " + self.real, r.stderr)  # the search went on past it
+
+    def test_a_plain_build_is_not_taken_for_a_sanitizer_build(self):
+        # Only the names the library imports count: its data (the embedded
+        # catalog) may quote a sanitizer's symbol in a message.
+        from errshim import _native
+
+        self.assertEqual(_native.sanitizers_in(self.real), [])
+        quoting = os.path.join(self.tmp, "liberrshim_c.so")
+        with open(self.real, "rb") as src, open(quoting, "wb") as dst:
+            dst.write(src.read() + b"undefined symbol: __asan_init\0")
+        self.assertEqual(_native.sanitizers_in(quoting), [])
+        r = self._python({"ERRSHIM_LIBRARY": quoting}, self.PRINT_PATH)
+        self.assertEqual(r.stdout.strip(), "loaded: " + quoting, r.stderr)
+
+    def test_disable_is_the_only_way_translate_lets_a_known_error_through(self):
+        original = ValueError(QUANTIZED_CACHE)
+        errshim.disable()
+        try:
+            self.assertFalse(errshim.enabled())
+            with self.assertRaises(ValueError) as caught:
+                with errshim.translate():
+                    raise original
+            self.assertIs(caught.exception, original)
+        finally:
+            errshim.enable()
+        with self.assertRaises(errshim.TranslatedError):
+            with errshim.translate():
+                raise ValueError(QUANTIZED_CACHE)
+
+    def test_translate_says_so_when_errshim_itself_fails(self):
+        original = ValueError(QUANTIZED_CACHE)
+        with self.assertRaises(ValueError) as caught:
+            with errshim.translate(context="not a context"):
+                raise original
+        self.assertIs(caught.exception, original)
+        self.assertTrue(any(n.startswith("errshim: could not diagnose this error: invalid-argument")
+                            for n in getattr(original, "__notes__", [])), getattr(original, "__notes__", None))
 
     def test_places_searched(self):
         from errshim import _native
 
         kinds = [kind for kind, _ in _native.candidates()]
         self.assertEqual(kinds[0], "bundled with the package")
-        self.assertEqual(kinds[1], "ERRSHIM_LIBRARY")  # set by the test runner
+        if os.environ.get("ERRSHIM_LIBRARY"):  # set by ctest's python.unittest, not in the wheel's venv
+            self.assertEqual(kinds[1], "ERRSHIM_LIBRARY")
         self.assertTrue(set(kinds) <= {"bundled with the package", "ERRSHIM_LIBRARY", "install prefix"}, kinds)
 
 
