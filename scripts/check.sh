@@ -33,8 +33,9 @@ configure() {  # configure DIR ARGS...: with ccache when the machine has it
   cmake -S . -B "$dir" -DERRSHIM_WERROR=ON "${launcher[@]}" "$@"
 }
 
-# --with-ci: ccache, so builds 1-3 share the objects they have in common.
-scripts/setup.sh --with-torch --with-fuzz --with-ci
+# --with-python: the wheel, venv, torch and Prometheus tests of the Python
+# package; --with-ci: ccache, so builds 1-3 share the objects they have in common.
+scripts/setup.sh --with-torch --with-python --with-fuzz --with-ci
 
 if step 1; then
   banner "1/5: fresh-machine configuration (RelWithDebInfo, no comparators)"
