@@ -13,6 +13,7 @@
 #include "catalog_loader.hpp"
 #include "embedded_catalog.hpp"
 #include "matcher.hpp"
+#include "pattern_risk.hpp"
 #include "snapshot.hpp"
 #include "errshim/version.hpp"
 
@@ -85,8 +86,8 @@ const Entry* Catalog::find(std::string_view id) const noexcept {
   return it == impl_->by_id.end() ? nullptr : impl_->matcher.entries()[it->second].get();
 }
 
-MatchResult Catalog::match(std::string_view message, const Context& context) const noexcept {
-  return impl_->matcher.match(message, context);
+MatchResult Catalog::match(std::string_view message, const Context& context, const MatchOptions& options) const noexcept {
+  return impl_->matcher.match(message, context, options);
 }
 
 std::optional<Diagnosis> Catalog::diagnose(std::string_view message, const Context& context) const noexcept {
@@ -285,6 +286,8 @@ CatalogPtr CatalogBuilder::build() const {
           entries.push_back(shared);
         }
         layer_ids.insert(id);
+        // A user catalog gets the risk check a reload applies (lint).
+        if (src.kind == Source::Kind::path) detail::append_backtracking_problems(e, problems);
       }
     };
     auto add_snapshot_entries = [&](detail::Snapshot snap) {

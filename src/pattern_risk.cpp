@@ -788,4 +788,16 @@ std::optional<BacktrackingRisk> backtracking_risk(std::string_view pattern) {
   return Analysis(pattern, parser.nodes).run();
 }
 
+void append_backtracking_problems(const Entry& e, std::vector<Problem>& problems) {
+  if (auto risk = backtracking_risk(e.pattern)) {
+    const bool from_template = !e.template_text.empty();
+    if (!from_template || risk->kind != BacktrackingRisk::Kind::adjacent_quantifiers)
+      problems.push_back({e.where, e.id, fmt::format("{} may backtrack catastrophically: {}",
+                                                     from_template ? "the template's regex" : "pattern", risk->why)});
+  }
+  for (const std::string& u : e.unless)
+    if (auto risk = backtracking_risk(u))
+      problems.push_back({e.where, e.id, fmt::format("'unless' pattern may backtrack catastrophically: {}", risk->why)});
+}
+
 }  // namespace errshim::detail
