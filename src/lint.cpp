@@ -8,7 +8,6 @@
 
 #include <fmt/format.h>
 
-#include "literal_extract.hpp"
 #include "pattern_risk.hpp"
 
 namespace errshim {
@@ -58,35 +57,6 @@ void check_backtracking(const Entry& e, std::vector<Problem>& problems) {
   detail::append_backtracking_problems(e, problems);
 }
 
-// Near misses of an entry, about `size` bytes each, on one line: its
-// required literals in order with one left out and the others repeated
-// (each literal in turn, since which one the matcher's index looks for is
-// its choice), and the first literal once, then the middle ones repeated,
-// the last left out. Empty when the entry has fewer than two literals.
-std::vector<std::string> near_misses(const Entry& e, std::size_t size) {
-  const detail::RegexLiterals lits = detail::required_literals(e.pattern);
-  std::vector<std::string> runs;
-  for (const detail::RequiredRun& r : lits.runs)
-    if (r.text.find('\n') == std::string::npos) runs.push_back(r.text);
-  if (!lits.understood || runs.size() < 2) return {};
-  const std::string fill = "1";  // a placeholder's text: fits a line, an integer and most overrides
-  auto repeated = [size](std::string text, const std::string& unit) {
-    while (text.size() < size) text += unit;
-    return text;
-  };
-  std::vector<std::string> out;
-  for (std::size_t drop = 0; drop < runs.size(); ++drop) {
-    std::string unit;
-    for (std::size_t i = 0; i < runs.size(); ++i)
-      if (i != drop) unit += runs[i] + fill;
-    out.push_back(repeated({}, unit));
-  }
-  std::string middle;
-  for (std::size_t i = 1; i + 1 < runs.size(); ++i) middle += runs[i] + fill;
-  if (!middle.empty()) out.push_back(repeated(runs[0] + fill, middle));
-  return out;
-}
-
 // Work that grows faster than the text on near misses: matching such a
 // message costs the host the step budget (and the entry then matches
 // nothing there). Work is counted in regex steps (MatchResult::steps),
@@ -97,7 +67,7 @@ void check_growth(const Catalog& catalog, const Entry& e, std::vector<Problem>& 
   constexpr std::size_t kFloor = 20'000;  // below this, constant costs dominate
   MatchOptions options;
   options.max_steps = 4'000'000;
-  const std::vector<std::string> small = near_misses(e, kSmall), large = near_misses(e, kLarge);
+  const std::vector<std::string> small = detail::near_misses(e, kSmall), large = detail::near_misses(e, kLarge);
   for (std::size_t k = 0; k < small.size() && k < large.size(); ++k) {
     const MatchResult a = catalog.match(small[k], {}, options), b = catalog.match(large[k], {}, options);
     bool gave_up = false;

@@ -57,4 +57,12 @@ std::optional<BacktrackingRisk> backtracking_risk(std::string_view pattern);
 // them in catalogs loaded from a path (user catalogs), as a reload does.
 void append_backtracking_problems(const Entry& e, std::vector<Problem>& problems);
 
+// Near misses of an entry, about `size` bytes each, on one line: its
+// required literals in order with one left out and the others repeated
+// (each literal in turn), then, when it has middle literals, the first
+// literal once, the middle ones repeated and the last left out. One
+// character stands for each placeholder. Empty with fewer than two
+// literals. Lint measures the work of matching these (super-linear growth).
+std::vector<std::string> near_misses(const Entry& e, std::size_t size);
+
 }  // namespace errshim::detail

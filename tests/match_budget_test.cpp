@@ -6,8 +6,9 @@
 #include <vector>
 
 #include <errshim/catalog.hpp>
+#include <errshim/normalize.hpp>
 
-#include "template.hpp"
+#include "pattern_risk.hpp"
 #include "test_catalogs.hpp"
 
 namespace errshim {
@@ -100,30 +101,26 @@ TEST(MatchBudget, APolynomialUserPatternGivesUpOnItsNearMissWithinTheBudget) {
   EXPECT_LE(r.steps, MatchOptions{}.max_steps);
 }
 
-// The near miss of a template (first literal, middle ones repeated,
-// last missing), `size` bytes; empty without a middle literal.
-std::string near_miss(const Entry& e, std::size_t size) {
-  const std::vector<std::string> lits = detail::compile_template(e.template_text).literals;
-  if (lits.size() < 3) return {};
-  std::string unit;
-  for (std::size_t i = 1; i + 1 < lits.size(); ++i) unit += lits[i] + "1";
-  std::string text = lits.front() + "1";
-  while (text.size() < size) text += unit;
-  return text.substr(0, size);
-}
-
 TEST(MatchBudget, AMebibyteOfShippedNearMissesNeedsATenthOfTheDefault) {
   const CatalogPtr cat = Catalog::embedded();
   std::vector<std::string> lines;
-  for (const char* id : {"transformers.cache.encoder_decoder_not_dynamic",
+  for (const char* id : {"candle.sdpa.unsupported_head_dim", "candle.sdpa.unsupported_use_case",
+                         "candle.cpu_flash.varlen_dtype_mismatch", "transformers.cache.encoder_decoder_not_dynamic",
                          "transformers.attention.flash_attention_compute_capability"}) {
     const Entry* e = cat->find(id);
     ASSERT_NE(e, nullptr) << id;
-    lines.push_back(near_miss(*e, 16 * 1024 - 1));
+    lines.push_back(detail::near_misses(*e, 16 * 1024 - 16).back());  // the middle repeated, the last left out
   }
-  // "Caused by:" makes each line a message of its own: 32 of them are kept.
-  std::string message;
-  while (message.size() < (1u << 20)) message += "Caused by: " + lines[message.size() / 16384 % 2] + "\n";
+  // A Rust "Caused by:" chain makes each line a message of its own (each
+  // one different: repeated causes are matched once).
+  std::string message = "Error: " + lines[0] + "\n\nCaused by:\n";
+  for (std::size_t i = 0; message.size() < (1u << 20); ++i) {
+    const std::string n = std::to_string(i);  // right-aligned, as anyhow prints them
+    message += std::string(6 - n.size(), ' ') + n + ": " + n + " " + lines[i % lines.size()] + "\n";
+  }
+  const Normalized norm = normalize(message);
+  ASSERT_GE(norm.segments.size(), kMaxSegments - 1);
+  for (const Segment& seg : norm.segments) ASSERT_GT(seg.text.size(), 16000u);
   const MatchResult r = cat->match(message);
   EXPECT_EQ(count(r.problems, "gave up"), 0u) << ::testing::PrintToString(r.problems);
   EXPECT_EQ(count(r.problems, "budget exhausted"), 0u);

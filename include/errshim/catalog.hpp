@@ -163,7 +163,7 @@ struct MatchOptions {
   // gives up on the message (no match, reported) and the others go on.
   // The default is far above what a real message needs (a few thousand
   // steps) and bounds the worst message to a few milliseconds.
-  std::size_t max_steps = 200'000;
+  std::size_t max_steps = 500'000;
 };
 
 class Catalog {
