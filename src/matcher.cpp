@@ -77,6 +77,16 @@ bool literals_in_order(std::string_view text, const std::vector<std::string>& li
   return true;
 }
 
+// The index of the ']' closing the character class that opens at re[open]
+// (re.size() when it is not closed).
+std::size_t class_end(std::string_view re, std::size_t open) {
+  std::size_t j = open + 1;
+  if (j < re.size() && re[j] == '^') ++j;
+  if (j < re.size() && re[j] == ']') ++j;
+  while (j < re.size() && re[j] != ']') j += re[j] == '\\' ? 2 : 1;
+  return std::min(j, re.size());
+}
+
 // The end of the look-around group opening at re[i] ("(?=", "(?!", "(?<=",
 // "(?<!"), one past its ')'; `i` when none opens there.
 std::size_t lookaround_end(std::string_view re, std::size_t i) {
@@ -88,10 +98,7 @@ std::size_t lookaround_end(std::string_view re, std::size_t i) {
     if (re[j] == '\\') {
       ++j;
     } else if (re[j] == '[') {
-      ++j;
-      if (j < re.size() && re[j] == '^') ++j;
-      if (j < re.size() && re[j] == ']') ++j;
-      while (j < re.size() && re[j] != ']') j += re[j] == '\\' ? 2 : 1;
+      j = class_end(re, j);
     } else if (re[j] == '(') {
       ++depth;
     } else if (re[j] == ')' && --depth == 0) {
@@ -118,11 +125,7 @@ std::string analysed_pattern(const Entry& e) {
       continue;
     }
     if (re[i] == '[') {  // a class is copied whole: "(?!" inside it is not a group
-      std::size_t j = i + 1;
-      if (j < re.size() && re[j] == '^') ++j;
-      if (j < re.size() && re[j] == ']') ++j;
-      while (j < re.size() && re[j] != ']') j += re[j] == '\\' ? 2 : 1;
-      j = std::min(j + 1, re.size());
+      const std::size_t j = std::min(class_end(re, i) + 1, re.size());
       out.append(re.substr(i, j - i));
       i = j;
       continue;
@@ -199,11 +202,7 @@ std::size_t literal_length(std::string_view re) {
       atom_end = i + 1;
     } else if (c == '[') {
       // Skip a character class: it matches one of several characters.
-      std::size_t j = i + 1;
-      if (j < re.size() && re[j] == '^') ++j;
-      if (j < re.size() && re[j] == ']') ++j;
-      while (j < re.size() && re[j] != ']') j += (re[j] == '\\') ? 2 : 1;
-      atom_end = j;
+      atom_end = class_end(re, i);
     } else if (c == '(' && i + 1 < re.size() && re[i + 1] == '?') {
       // Group syntax such as (?<name> or (?: carries no literal text.
       std::size_t j = i + 2;

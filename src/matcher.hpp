@@ -65,9 +65,10 @@ class Matcher {
   Matcher& operator=(const Matcher&) = delete;
 
   // Normalises `message`, then applies the winner rule documented on
-  // Catalog::match. Never throws: a regex that gives up (Boost's complexity
-  // limit) counts as "did not match" and is reported in the result.
-  // `options` bound the work (MatchOptions::max_steps).
+  // Catalog::match. Never throws: a regex that gives up (its share of
+  // MatchOptions::max_steps) counts as "did not match" and is reported in
+  // the result; when the budget runs out the best hit so far stands. A
+  // template's regex runs only where its literals occur in order.
   MatchResult match(std::string_view message, const Context& context, const MatchOptions& options = {}) const noexcept;
 
   // The reference the prefilter must agree with: every entry's regex on

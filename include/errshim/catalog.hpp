@@ -146,8 +146,8 @@ class Catalog;
 using CatalogPtr = std::shared_ptr<const Catalog>;
 
 // What a match found, plus anything that went wrong on the way (an entry that
-// hit Boost.Regex's complexity limit, an input cut to the size cap). Matching
-// never throws; problems are reported here instead.
+// gave up, the step budget running out, an input cut to the size cap).
+// Matching never throws; problems are reported here instead.
 struct MatchResult {
   std::optional<Diagnosis> diagnosis;
   std::vector<std::string> problems;
