@@ -23,10 +23,16 @@
 //    call, alternating rounds of each (direct_ns, guarded_ns, ratio).
 //  candidates/shipped: mean candidates per message over the shipped
 //    catalog's examples.
+//  adversarial/near_miss_1mib/<shipped|runaway_user>: 1 MiB of near misses
+//    of the shipped entries that backtracked worst (issue 13), per match()
+//    call (median_cpu_ms, max_cpu_ms: thread CPU time) and the regex steps
+//    spent against the budget;
+//    runaway_user adds a user entry that backtracks exponentially on them.
 //  scale/errshim/<N>/<size>/<case>: N = 100 and the largest N measured in
 //    one interleaved run (robust to the machine's load changing), ratio.
 #include <benchmark/benchmark.h>
 #include <malloc.h>
+#include <time.h>
 
 #include <algorithm>
 #include <chrono>
@@ -47,6 +53,7 @@
 #include <yaml-cpp/parser.h>
 
 #include "matcher.hpp"
+#include "pattern_risk.hpp"
 #include "synthetic_catalog.hpp"
 
 #ifdef ERRSHIM_BENCH_HYPERSCAN
@@ -608,6 +615,66 @@ void shipped(benchmark::State& state) {
   state.counters["entries"] = static_cast<double>(catalog->size());
 }
 
+// A mebibyte of near misses of the shipped entries that backtracked worst
+// (issue 13): the first literal, the middle ones repeated, the last left
+// out, as the 16 KiB links of a Rust "Caused by:" chain (numbered, as
+// repeated causes are matched once), so the 32 messages kept are all near
+// misses. `runaway` adds a user entry that backtracks exponentially on
+// them, so the budget, not the patterns, bounds the work.
+void adversarial(benchmark::State& state, bool runaway) {
+  errshim::CatalogBuilder builder;
+  builder.add_embedded();
+  if (runaway)
+    builder.add_yaml(
+        "schema: 1\nlibrary: user\ndefaults: {repo: a/b, commit: 0123456}\nentries:\n"
+        "  - id: user.runaway\n    pattern: '(?:\\w+\\s?)+,$'\n    source: {path: s.rs, line: 1}\n"
+        "    error_class: E\n    kind: validation\n    cause: c\n    trigger: t\n"
+        "    remediation: [{text: r}]\n    examples: {match: ['a b!']}\n",
+        "user.yaml");
+  const errshim::CatalogPtr catalog = builder.build();
+  std::vector<std::string> lines;
+  for (const char* id : {"candle.sdpa.unsupported_head_dim", "candle.sdpa.unsupported_use_case",
+                         "candle.cpu_flash.varlen_dtype_mismatch", "transformers.cache.encoder_decoder_not_dynamic",
+                         "transformers.attention.flash_attention_compute_capability"}) {
+    const errshim::Entry* e = catalog->find(id);
+    if (!e) continue;
+    const std::vector<std::string> near = errshim::detail::near_misses(*e, 16 * 1024 - 16);
+    if (!near.empty()) lines.push_back(near.back());
+  }
+  if (lines.empty()) {
+    state.SkipWithError("no near misses");
+    return;
+  }
+  std::string message = "Error: " + lines[0] + "\n\nCaused by:\n";
+  for (std::size_t i = 0; message.size() < (1u << 20); ++i) {
+    const std::string n = std::to_string(i);  // right-aligned, as anyhow prints them
+    message += std::string(6 - n.size(), ' ') + n + ": " + n + " " + lines[i % lines.size()] + "\n";
+  }
+  // The calling thread's CPU time: matching is single-threaded, and on a
+  // shared machine wall time mostly measures the neighbours.
+  auto cpu_ms = [] {
+    timespec t{};
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+    return static_cast<double>(t.tv_sec) * 1e3 + static_cast<double>(t.tv_nsec) / 1e6;
+  };
+  (void)catalog->match(message);  // compiles the regexes involved
+  errshim::MatchResult last;
+  std::vector<double> samples;
+  for (auto _ : state) {
+    const double t0 = cpu_ms();
+    last = catalog->match(message);
+    samples.push_back(cpu_ms() - t0);
+    benchmark::DoNotOptimize(last);
+  }
+  std::sort(samples.begin(), samples.end());
+  state.counters["median_cpu_ms"] = samples[samples.size() / 2];
+  state.counters["max_cpu_ms"] = samples.back();
+  state.counters["steps"] = static_cast<double>(last.steps);
+  state.counters["budget"] = static_cast<double>(errshim::MatchOptions{}.max_steps);
+  state.counters["problems"] = static_cast<double>(last.problems.size());
+  state.counters["bytes"] = static_cast<double>(message.size());
+}
+
 void register_all() {
   std::vector<std::string> impls = {"errshim", "naive"};
 #ifdef ERRSHIM_BENCH_HYPERSCAN
@@ -656,6 +723,11 @@ void register_all() {
         ->MinTime(min_time);
   benchmark::RegisterBenchmark("guard/interleaved", guard_interleaved)->MinTime(g_quick ? 0.5 : 2.0);
   benchmark::RegisterBenchmark("candidates/shipped", shipped)->MinTime(min_time);
+  for (bool runaway : {false, true})
+    benchmark::RegisterBenchmark(runaway ? "adversarial/near_miss_1mib/runaway_user" : "adversarial/near_miss_1mib/shipped",
+                                 adversarial, runaway)
+        ->Unit(benchmark::kMillisecond)
+        ->MinTime(min_time);
   const std::size_t big = g_quick ? 10000 : 100000;
   if (std::find(g_sizes.begin(), g_sizes.end(), big) != g_sizes.end()) {
     for (const char* size : {"short", "medium", "long"})

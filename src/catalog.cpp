@@ -18,6 +18,7 @@
 #include "catalog_loader.hpp"
 #include "embedded_catalog.hpp"
 #include "matcher.hpp"
+#include "pattern_risk.hpp"
 #include "problem.hpp"
 #include "snapshot.hpp"
 #include "errshim/version.hpp"
@@ -94,8 +95,8 @@ const Entry* Catalog::find(std::string_view id) const noexcept {
   return it == impl_->by_id.end() ? nullptr : impl_->matcher.entries()[it->second].get();
 }
 
-MatchResult Catalog::match(std::string_view message, const Context& context) const noexcept {
-  return impl_->matcher.match(message, context);
+MatchResult Catalog::match(std::string_view message, const Context& context, const MatchOptions& options) const noexcept {
+  return impl_->matcher.match(message, context, options);
 }
 
 std::optional<Diagnosis> Catalog::diagnose(std::string_view message, const Context& context) const noexcept {
@@ -533,6 +534,8 @@ CatalogPtr CatalogBuilder::build() const {
           origin.push_back(l);
         }
         layer_ids.insert(id);
+        // A user catalog gets the risk check a reload applies (lint).
+        if (src.kind == Source::Kind::path) detail::append_backtracking_problems(e, problems);
       }
     }
     index.clear();

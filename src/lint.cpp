@@ -1,7 +1,10 @@
 #include "errshim/lint.hpp"
 
+#include <algorithm>
 #include <map>
 #include <set>
+#include <string>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -50,21 +53,38 @@ void check_examples(const Catalog& catalog, const Entry& e, std::vector<Problem>
       problems.push_back({ex.where, e.id, fmt::format("no_match example is claimed by this entry: '{}'", ex.text)});
 }
 
-// Regexes Boost could spend seconds on before giving up (pattern_risk.hpp).
-// A template's regex is lazy runs separated by its literal text, safe by
-// construction, except what a capture_patterns override brings in: for a
-// template only the exponential shapes are reported, since two placeholders
-// side by side ("{a}{b}") are the upstream message's own shape.
+// Regex shapes that backtrack catastrophically (pattern_risk.hpp).
 void check_backtracking(const Entry& e, std::vector<Problem>& problems) {
-  if (auto risk = detail::backtracking_risk(e.pattern)) {
-    const bool from_template = !e.template_text.empty();
-    if (!from_template || risk->kind != detail::BacktrackingRisk::Kind::adjacent_quantifiers)
-      problems.push_back({e.where, e.id, fmt::format("{} may backtrack catastrophically: {}",
-                                                     from_template ? "the template's regex" : "pattern", risk->why)});
+  detail::append_backtracking_problems(e, problems);
+}
+
+// Work that grows faster than the text on near misses: matching such a
+// message costs the host the step budget (and the entry then matches
+// nothing there). Work is counted in regex steps (MatchResult::steps),
+// not time, so the check is deterministic; it is linear when the work at
+// four times the length stays within about four times the work.
+void check_growth(const Catalog& catalog, const Entry& e, std::vector<Problem>& problems) {
+  constexpr std::size_t kSmall = 1024, kLarge = 4096;
+  constexpr std::size_t kFloor = 20'000;  // below this, constant costs dominate
+  MatchOptions options;
+  options.max_steps = 4'000'000;
+  const std::vector<std::string> small = detail::near_misses(e, kSmall), large = detail::near_misses(e, kLarge);
+  for (std::size_t k = 0; k < small.size() && k < large.size(); ++k) {
+    const MatchResult a = catalog.match(small[k], {}, options), b = catalog.match(large[k], {}, options);
+    bool gave_up = false;
+    for (const std::string& p : b.problems)
+      gave_up = gave_up || p.find("gave up") != std::string::npos || p.find("budget exhausted") != std::string::npos;
+    if (gave_up || (b.steps > kFloor && b.steps > 8 * std::max<std::size_t>(a.steps, 1))) {
+      problems.push_back({e.where, e.id,
+                          fmt::format("matching a near miss of this entry (its literals with one left out, the "
+                                      "others repeated) takes work that grows faster than the text: {} regex "
+                                      "steps at {} bytes, {} at {} bytes{}; use possessive runs or atomic groups, "
+                                      "or runs that cannot match the literal after them: '{}...'",
+                                      a.steps, small[k].size(), b.steps, large[k].size(),
+                                      gave_up ? " (gave up)" : "", small[k].substr(0, 60))});
+      return;
+    }
   }
-  for (const std::string& u : e.unless)
-    if (auto risk = detail::backtracking_risk(u))
-      problems.push_back({e.where, e.id, fmt::format("'unless' pattern may backtrack catastrophically: {}", risk->why)});
 }
 
 // A message can carry user text (prompts), so a value a fix reads from it
@@ -135,6 +155,7 @@ std::vector<Problem> lint(const Catalog& catalog) {
     std::size_t won = 0, lost = 0;
     check_backtracking(e, problems);
     check_fix_values(e, problems);
+    check_growth(catalog, e, problems);
     check_examples(catalog, e, problems, won, lost);
 
     if (lost > 0 && won == 0) {

@@ -13,10 +13,43 @@
 #include <fmt/format.h>
 
 #include "literal_extract.hpp"
+#include "template.hpp"
+
+// The step budget (MatchOptions::max_steps). Boost counts the states it
+// visits in each search and gives up past a limit it derives from the
+// text's length (up to 10^8, seconds of work). The matcher's regexes use
+// their own traits type, so the two members below can be specialised for
+// them alone, without touching other users of boost::regex: the limit is
+// what the current message has left, and the states a search visited are
+// read back, so a whole message is bounded, deterministically.
+namespace errshim::detail {
+namespace {
+struct budget_traits : boost::regex_traits<char> {};
+thread_local std::ptrdiff_t t_step_limit = 0;  // for the next search on this thread
+thread_local std::ptrdiff_t t_steps = 0;       // states the last search visited
+}  // namespace
+}  // namespace errshim::detail
+
+namespace boost {
+namespace BOOST_REGEX_DETAIL_NS {
+using BudgetMatcher = perl_matcher<const char*, std::allocator<sub_match<const char*>>, errshim::detail::budget_traits>;
+template <>
+void BudgetMatcher::estimate_max_state_count(std::random_access_iterator_tag*) {
+  max_state_count = errshim::detail::t_step_limit;
+}
+template <>
+bool BudgetMatcher::find() {
+  const bool found = find_imp();
+  errshim::detail::t_steps = state_count;
+  return found;
+}
+}  // namespace BOOST_REGEX_DETAIL_NS
+}  // namespace boost
 
 namespace errshim::detail {
 
 namespace {
+using Regex = boost::basic_regex<char, budget_traits>;
 constexpr auto kSyntax = boost::regex::perl;
 // '.' never crosses a line: an error message is matched within its lines.
 const auto kSearch = boost::match_default | boost::match_not_dot_newline;
@@ -27,6 +60,99 @@ constexpr std::size_t kNoHit = std::numeric_limits<std::size_t>::max();  // cand
 std::string trimmed(const char* first, const char* last) {
   while (last != first && std::isspace(static_cast<unsigned char>(last[-1]))) --last;
   return std::string(first, last);
+}
+
+// Whether `literals` occur in `text` in this order without overlapping:
+// true of every match of a template, whose literal runs are these. The
+// leftmost occurrence of each after the previous one is the earliest any
+// match could use, so one forward pass decides; a near miss (the last
+// literal missing) is turned down without running its regex at all.
+bool literals_in_order(std::string_view text, const std::vector<std::string>& literals) {
+  std::size_t at = 0;
+  for (const std::string& lit : literals) {
+    const std::size_t found = text.find(lit, at);
+    if (found == std::string_view::npos) return false;
+    at = found + lit.size();
+  }
+  return true;
+}
+
+// The index of the ']' closing the character class that opens at re[open]
+// (re.size() when it is not closed).
+std::size_t class_end(std::string_view re, std::size_t open) {
+  std::size_t j = open + 1;
+  if (j < re.size() && re[j] == '^') ++j;
+  if (j < re.size() && re[j] == ']') ++j;
+  while (j < re.size() && re[j] != ']') j += re[j] == '\\' ? 2 : 1;
+  return std::min(j, re.size());
+}
+
+// The end of the look-around group opening at re[i] ("(?=", "(?!", "(?<=",
+// "(?<!"), one past its ')'; `i` when none opens there.
+std::size_t lookaround_end(std::string_view re, std::size_t i) {
+  const bool ahead = re.substr(i, 3) == "(?=" || re.substr(i, 3) == "(?!";
+  const bool behind = re.substr(i, 4) == "(?<=" || re.substr(i, 4) == "(?<!";
+  if (!ahead && !behind) return i;
+  int depth = 0;
+  for (std::size_t j = i; j < re.size(); ++j) {
+    if (re[j] == '\\') {
+      ++j;
+    } else if (re[j] == '[') {
+      j = class_end(re, j);
+    } else if (re[j] == '(') {
+      ++depth;
+    } else if (re[j] == ')' && --depth == 0) {
+      return j + 1;
+    }
+  }
+  return i;
+}
+
+// A template's regex as the literal analysis should see it: without the
+// negative look-aheads that temper its placeholders (template.cpp), which
+// hold a literal and nothing else. They never look past the line unless that
+// literal holds a newline, so dropping the others keeps the analysis exact
+// (RegexLiterals::line_local treats any look-ahead as looking past the line).
+std::string analysed_pattern(const Entry& e) {
+  if (e.template_text.empty()) return e.pattern;
+  const std::string_view re = e.pattern;
+  std::string out;
+  out.reserve(re.size());
+  for (std::size_t i = 0; i < re.size();) {
+    if (re[i] == '\\') {
+      out.append(re.substr(i, 2));
+      i += 2;
+      continue;
+    }
+    if (re[i] == '[') {  // a class is copied whole: "(?!" inside it is not a group
+      const std::size_t j = std::min(class_end(re, i) + 1, re.size());
+      out.append(re.substr(i, j - i));
+      i = j;
+      continue;
+    }
+    const std::size_t end = re.substr(i, 3) == "(?!" ? lookaround_end(re, i) : i;
+    bool plain = end > i;  // only escaped or plain characters inside
+    for (std::size_t j = i + 3; plain && j + 1 < end; ++j) {
+      if (re[j] == '\\') {
+        plain = re[j + 1] != 'n';
+        ++j;
+      } else {
+        plain = std::string_view("()[]{}|*+?.^$").find(re[j]) == std::string_view::npos;
+      }
+    }
+    if (plain) {
+      i = end;
+    } else {
+      out += re[i++];
+    }
+  }
+  return out;
+}
+
+// Whether `err` is Boost giving up at the step limit.
+bool is_step_limit(const std::runtime_error& err) {
+  static const std::string what = budget_traits().error_string(boost::regex_constants::error_complexity);
+  return what == err.what();
 }
 
 std::string compile_error(const boost::regex_error& err, const std::string& pattern, const char* what) {
@@ -62,6 +188,11 @@ struct Matcher::Candidate {
 std::size_t literal_length(std::string_view re) {
   std::size_t count = 0;
   for (std::size_t i = 0; i < re.size(); ++i) {
+    // A look-around matches no text: its characters are not in a match.
+    if (const std::size_t end = lookaround_end(re, i); end > i) {
+      i = end - 1;
+      continue;
+    }
     const char c = re[i];
     bool literal = false;
     std::size_t atom_end = i;
@@ -71,11 +202,7 @@ std::size_t literal_length(std::string_view re) {
       atom_end = i + 1;
     } else if (c == '[') {
       // Skip a character class: it matches one of several characters.
-      std::size_t j = i + 1;
-      if (j < re.size() && re[j] == '^') ++j;
-      if (j < re.size() && re[j] == ']') ++j;
-      while (j < re.size() && re[j] != ']') j += (re[j] == '\\') ? 2 : 1;
-      atom_end = j;
+      atom_end = class_end(re, i);
     } else if (c == '(' && i + 1 < re.size() && re[i + 1] == '?') {
       // Group syntax such as (?<name> or (?: carries no literal text.
       std::size_t j = i + 2;
@@ -102,9 +229,10 @@ struct Matcher::Slot {
   // `re` and `error` are written once, inside call_once, before any reader
   // gets past its own call_once on the same flag: no lock on the hot path.
   std::once_flag once;
-  boost::regex re;
+  Regex re;
   std::string error;  // non-empty: `re` did not compile
-  std::vector<boost::regex> unless;
+  std::vector<std::string> literals;  // a template's literal runs, in order (literals_in_order)
+  std::vector<Regex> unless;
   std::size_t specificity = 0;          // literal characters in the pattern (the winner rule)
   std::size_t max_offset = kUnbounded;  // most bytes a match starts before its literal
   bool single_line = false;             // a match starts on its literal's line
@@ -113,7 +241,7 @@ struct Matcher::Slot {
 
 MatchPlan plan_matching(const std::vector<std::shared_ptr<const Entry>>& entries) {
   std::vector<RegexLiterals> literals(entries.size());
-  for (std::size_t i = 0; i < entries.size(); ++i) literals[i] = required_literals(entries[i]->pattern);
+  for (std::size_t i = 0; i < entries.size(); ++i) literals[i] = required_literals(analysed_pattern(*entries[i]));
   KeyChoice choice = choose_keys(literals);
   literals = {};
   const auto weight = [&choice](const char* p, std::size_t width) { return choice.gram_weight(p, width); };
@@ -124,7 +252,7 @@ MatchPlan plan_matching(const std::vector<std::shared_ptr<const Entry>>& entries
     item.key = std::move(choice.keys[i]);
     item.anchor = LiteralIndex::anchor_offset(item.key.text, weight);
     item.also_anchor = LiteralIndex::anchor_offset(item.key.also, weight);
-    item.specificity = literal_length(entries[i]->pattern);
+    item.specificity = literal_length(entries[i]->pattern);  // skips the look-aheads
   }
   return plan;
 }
@@ -235,6 +363,14 @@ void Matcher::compile(std::size_t index) const {
   } catch (const boost::regex_error& err) {
     s.error = compile_error(err, e.pattern, "pattern ");
   }
+  if (!e.template_text.empty()) {
+    // The literal runs do not depend on capture names or capture_patterns.
+    try {
+      s.literals = compile_template(e.template_text).literals;
+    } catch (const template_error&) {
+      s.literals.clear();  // not expected: the template compiled when loaded
+    }
+  }
   // Anything else (out of memory) leaves the flag unset, so a later call
   // tries again.
   compiled_.fetch_add(1, std::memory_order_relaxed);
@@ -309,7 +445,10 @@ void Matcher::collect(std::string_view text, std::vector<Candidate>& out) const 
 // One call: the best hit so far (winner rule) and the problems seen.
 class Matcher::Run {
  public:
-  Run(const Matcher& m, const Context& context, MatchResult& result) : m_(m), context_(context), result_(result) {}
+  Run(const Matcher& m, const Context& context, MatchResult& result, std::size_t max_steps)
+      : m_(m), context_(context), result_(result), max_steps_(max_steps), left_(max_steps) {}
+
+  bool exhausted() const { return exhausted_; }
 
   // Searches segment `segment` with entry `index`, given the positions of
   // its literal there (`hits`, ascending; empty: search all of it). With
@@ -317,6 +456,7 @@ class Matcher::Run {
   // specificity is not searched at all.
   void consider(std::size_t index, std::size_t segment, std::string_view text, const Candidate* hits,
                 std::size_t hit_count, bool prune) {
+    if (exhausted_) return;
     const Entry& e = *m_.entries_[index];
     const ScopeFit fit = scope_fit(e.applies_to, context_);
     if (fit == ScopeFit::contradicted) return;
@@ -375,20 +515,56 @@ class Matcher::Run {
         result_.problems.push_back(fmt::format("entry '{}' cannot be matched: {}", e.id, m_.slots_[index].error));
         return false;
       }
+      if (!literals_in_order(text.substr(start, end - start), s->literals)) return false;
       const char* const begin = text.data();
       // Starting late, Boost must still see the text before the start for
       // ^, \b and look-behind: match_prev_avail, and `begin` as the base.
       const auto flags = start > 0 ? kSearch | boost::match_prev_avail : kSearch;
-      if (!boost::regex_search(begin + start, begin + end, m, s->re, flags, begin)) return false;
-      for (const boost::regex& u : s->unless) {
+      if (!bounded(e, [&] { return boost::regex_search(begin + start, begin + end, m, s->re, flags, begin); }))
+        return false;
+      for (const Regex& u : s->unless) {
         boost::cmatch um;
-        if (boost::regex_search(begin, begin + text.size(), um, u, kSearch)) return false;
+        if (bounded(e, [&] { return boost::regex_search(begin, begin + text.size(), um, u, kSearch); })) return false;
       }
-      return true;
+      return !exhausted_;
     } catch (const std::exception& err) {
-      // Boost gives up on runaway backtracking by throwing; to the host that
+      // Out of memory or Boost's own limits (its stack): to the host that
       // is this entry not matching, and a report.
       result_.problems.push_back(fmt::format("entry '{}' gave up on this message: {}", e.id, err.what()));
+      return false;
+    }
+  }
+
+  // Runs one Boost search within what the budget has left, and charges the
+  // states it visited. One search may take at most a quarter of the whole
+  // budget: an entry that needs more gives up on this message (no match,
+  // reported) and the others go on; when the budget itself runs out,
+  // matching stops and the best hit so far stands. False when it gave up.
+  template <class Search>
+  bool bounded(const Entry& e, Search&& search) {
+    if (exhausted_) return false;
+    if (left_ == 0) return exhaust(e);
+    const std::size_t share = std::max<std::size_t>(max_steps_ / 4, 1);
+    const std::size_t limit = std::min(left_, share);
+    t_step_limit = static_cast<std::ptrdiff_t>(std::min<std::size_t>(limit, PTRDIFF_MAX - 2));
+    t_steps = 0;
+    try {
+      const bool found = search();
+      charge(static_cast<std::size_t>(t_steps));
+      return found;
+    } catch (const std::runtime_error& err) {
+      // Boost reports its step limit as a plain runtime_error; anything
+      // else (its stack limit) goes to search()'s handler.
+      if (!is_step_limit(err)) throw;
+      charge(limit);
+      if (left_ == 0) {
+        exhaust(e);
+      } else {
+        result_.problems.push_back(fmt::format(
+            "entry '{}' gave up on this message: its regex took more than {} steps, a quarter of the budget "
+            "(MatchOptions::max_steps)",
+            e.id, limit));
+      }
       return false;
     }
   }
@@ -437,9 +613,29 @@ class Matcher::Run {
                            std::string_view(m_.entries_[h.entry]->id));
   }
 
+  bool exhaust(const Entry& e) {
+    exhausted_ = true;
+    result_.problems.push_back(
+        fmt::format("budget exhausted: matching stopped after {} regex steps (MatchOptions::max_steps), in entry "
+                    "'{}'; the result is the best match found before",
+                    max_steps_, e.id));
+    return false;
+  }
+
+  // A search that visits more states than its limit without failing once
+  // is not stopped by Boost; the budget still never goes negative.
+  void charge(std::size_t steps) {
+    steps = std::min(steps, left_);
+    left_ -= steps;
+    result_.steps += steps;
+  }
+
   const Matcher& m_;
   const Context& context_;
   MatchResult& result_;
+  const std::size_t max_steps_;
+  std::size_t left_;  // steps this message has left
+  bool exhausted_ = false;
   std::optional<Hit> best_;
   // Match results for the best hit and the current search, swapped rather
   // than copied; kept per thread so a call allocates none in steady state.
@@ -473,12 +669,12 @@ MatchResult framed(std::string_view message, Body&& body) noexcept {
 }
 }  // namespace
 
-MatchResult Matcher::match(std::string_view message, const Context& context) const noexcept {
+MatchResult Matcher::match(std::string_view message, const Context& context, const MatchOptions& options) const noexcept {
   return framed(message, [&](Normalized& norm, MatchResult& result) {
-    Run run(*this, context, result);
+    Run run(*this, context, result, options.max_steps);
     // Reused by each thread's calls: no allocation per message.
     thread_local std::vector<Candidate> candidates;
-    for (std::size_t s = 0; s < norm.segments.size(); ++s) {
+    for (std::size_t s = 0; s < norm.segments.size() && !run.exhausted(); ++s) {
       const std::string_view text = norm.segments[s].text;
       candidates.clear();
       collect(text, candidates);
@@ -496,7 +692,7 @@ MatchResult Matcher::match(std::string_view message, const Context& context) con
 
 MatchResult Matcher::match_naive(std::string_view message, const Context& context) const noexcept {
   return framed(message, [&](Normalized& norm, MatchResult& result) {
-    Run run(*this, context, result);
+    Run run(*this, context, result, kReferenceSteps);
     for (std::size_t s = 0; s < norm.segments.size(); ++s)
       for (std::size_t i = 0; i < entries_.size(); ++i) run.consider(i, s, norm.segments[s].text, nullptr, 0, false);
     run.finish(message, norm);
@@ -506,7 +702,7 @@ MatchResult Matcher::match_naive(std::string_view message, const Context& contex
 MatchResult Matcher::match_prefiltered(std::string_view message, const Context& context,
                                        const Prefilter& prefilter) const noexcept {
   return framed(message, [&](Normalized& norm, MatchResult& result) {
-    Run run(*this, context, result);
+    Run run(*this, context, result, kReferenceSteps);
     std::vector<std::uint32_t> ids;
     for (std::size_t s = 0; s < norm.segments.size(); ++s) {
       const std::string_view text = norm.segments[s].text;
@@ -526,7 +722,7 @@ bool Matcher::claims(std::size_t index, std::string_view message) const noexcept
     const Normalized norm = normalize(message);
     MatchResult ignored;
     const Context none;
-    Run run(*this, none, ignored);
+    Run run(*this, none, ignored, MatchOptions{}.max_steps);
     for (const Segment& seg : norm.segments) {
       boost::cmatch m;
       if (run.search(index, seg.text, 0, seg.text.size(), m)) return true;

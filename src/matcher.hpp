@@ -65,14 +65,18 @@ class Matcher {
   Matcher& operator=(const Matcher&) = delete;
 
   // Normalises `message`, then applies the winner rule documented on
-  // Catalog::match. Never throws: a regex that gives up (Boost's complexity
-  // limit) counts as "did not match" and is reported in the result.
-  MatchResult match(std::string_view message, const Context& context) const noexcept;
+  // Catalog::match. Never throws: a regex that gives up (its share of
+  // MatchOptions::max_steps) counts as "did not match" and is reported in
+  // the result; when the budget runs out the best hit so far stands. A
+  // template's regex runs only where its literals occur in order.
+  MatchResult match(std::string_view message, const Context& context, const MatchOptions& options = {}) const noexcept;
 
   // The reference the prefilter must agree with: every entry's regex on
   // every segment, searched from the start. Same diagnosis as match(); the
   // problems list can differ only for regexes that give up (match() does
-  // not run entries that cannot win). For tests and benchmarks.
+  // not run entries that cannot win). For tests and benchmarks: the
+  // reference and match_prefiltered() run with kReferenceSteps, each search
+  // getting Boost's own default limit.
   MatchResult match_naive(std::string_view message, const Context& context) const noexcept;
 
   // Like match(), with the candidate entries of each segment given by
@@ -112,6 +116,7 @@ class Matcher {
   const std::vector<std::shared_ptr<const Entry>>& entries() const noexcept { return entries_; }
 
  private:
+  static constexpr std::size_t kReferenceSteps = 400'000'000;
   struct Slot;  // per entry: the lazily compiled regex, `unless`, where to start
   class Run;    // one match() call: the best hit so far and its problems
   struct Candidate;

@@ -11,9 +11,12 @@
 #include <cstdint>
 #include <limits>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include <fmt/format.h>
+
+#include "literal_extract.hpp"
 
 namespace errshim::detail {
 namespace {
@@ -786,6 +789,44 @@ std::optional<BacktrackingRisk> backtracking_risk(std::string_view pattern) {
     return std::nullopt;
   }
   return Analysis(pattern, parser.nodes).run();
+}
+
+// Which literal the matcher's index looks for is its own choice: each one
+// is left out in turn.
+std::vector<std::string> near_misses(const Entry& e, std::size_t size) {
+  const RegexLiterals lits = required_literals(e.pattern);
+  std::vector<std::string> runs;
+  for (const RequiredRun& r : lits.runs)
+    if (r.text.find('\n') == std::string::npos) runs.push_back(r.text);
+  if (!lits.understood || runs.size() < 2) return {};
+  const std::string fill = "1";  // a placeholder's text: fits a line, an integer and most overrides
+  auto repeated = [size](std::string text, const std::string& unit) {
+    while (text.size() < size) text += unit;
+    return text;
+  };
+  std::vector<std::string> out;
+  for (std::size_t drop = 0; drop < runs.size(); ++drop) {
+    std::string unit;
+    for (std::size_t i = 0; i < runs.size(); ++i)
+      if (i != drop) unit += runs[i] + fill;
+    out.push_back(repeated({}, unit));
+  }
+  std::string middle;
+  for (std::size_t i = 1; i + 1 < runs.size(); ++i) middle += runs[i] + fill;
+  if (!middle.empty()) out.push_back(repeated(runs[0] + fill, middle));
+  return out;
+}
+
+void append_backtracking_problems(const Entry& e, std::vector<Problem>& problems) {
+  if (auto risk = backtracking_risk(e.pattern)) {
+    const bool from_template = !e.template_text.empty();
+    if (!from_template || risk->kind != BacktrackingRisk::Kind::adjacent_quantifiers)
+      problems.push_back({e.where, e.id, fmt::format("{} may backtrack catastrophically: {}",
+                                                     from_template ? "the template's regex" : "pattern", risk->why)});
+  }
+  for (const std::string& u : e.unless)
+    if (auto risk = backtracking_risk(u))
+      problems.push_back({e.where, e.id, fmt::format("'unless' pattern may backtrack catastrophically: {}", risk->why)});
 }
 
 }  // namespace errshim::detail

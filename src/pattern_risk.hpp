@@ -1,10 +1,10 @@
 // Spotting regex shapes that make a backtracking engine (Boost.Regex) take
 // time exponential (or of a high power) in the length of the text.
 //
-// Boost gives up on such a match by throwing once it has visited ~10^8
-// states; the matcher turns that into "no match" plus a report, but getting
-// there costs about two seconds on a 16 KiB message. `errshim lint` uses this
-// detector to flag the shapes before they ship.
+// The matcher's step budget (MatchOptions::max_steps) stops such a match
+// after a bounded amount of work, but then that entry cannot match the
+// message at all. `errshim lint`, a reload and a user catalog loaded from a
+// path use this detector to refuse the shapes before they are used.
 //
 // Three shapes are recognised, all of them "the same text can be split
 // between parts of the regex in many ways":
@@ -26,6 +26,9 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
+
+#include "errshim/catalog.hpp"
 
 namespace errshim::detail {
 
@@ -46,5 +49,20 @@ struct BacktrackingRisk {
 // nullopt: compiling it reports the real problem. Never throws except
 // std::bad_alloc.
 std::optional<BacktrackingRisk> backtracking_risk(std::string_view pattern);
+
+// The risky shapes of one entry, as positioned problems: its `pattern` (for
+// a template, only the exponential shapes: two placeholders side by side,
+// "{a}{b}", are the upstream message's own shape, and the step budget bounds
+// them) and each `unless` regex. Lint reports these; CatalogBuilder refuses
+// them in catalogs loaded from a path (user catalogs), as a reload does.
+void append_backtracking_problems(const Entry& e, std::vector<Problem>& problems);
+
+// Near misses of an entry, about `size` bytes each, on one line: its
+// required literals in order with one left out and the others repeated
+// (each literal in turn), then, when it has middle literals, the first
+// literal once, the middle ones repeated and the last left out. One
+// character stands for each placeholder. Empty with fewer than two
+// literals. Lint measures the work of matching these (super-linear growth).
+std::vector<std::string> near_misses(const Entry& e, std::size_t size);
 
 }  // namespace errshim::detail

@@ -428,16 +428,19 @@ class Parser {
   std::size_t implicit_ = 0;  // the argument the next `{}` shows
 };
 
-std::string default_pattern(const Placeholder& p, bool at_end) {
-  switch (p.shape) {
-    case Shape::Integer:
-      return p.sign_required ? "[-+]\\d+" : "-?\\d+";
-    case Shape::MultiLine:
-      return at_end ? "[^\\n]+" : "[\\s\\S]+?";
-    case Shape::Line:
-      break;
-  }
-  return at_end ? "[^\\n]+" : "[^\\n]+?";
+// `next` is the literal run right after the placeholder, or empty (the
+// template ends, or another placeholder follows). A text run followed by
+// its literal is tempered: it cannot hold that literal, so it ends at the
+// first place the literal starts and never backtracks past it (possessive).
+// A match then costs one pass over the text from each start, where a lazy
+// run retried every later occurrence of the literal (a near miss whose
+// last literal is missing took time quadratic in its length or worse).
+std::string default_pattern(const Placeholder& p, bool at_end, std::string_view next) {
+  if (p.shape == Shape::Integer) return p.sign_required ? "[-+]\\d+" : "-?\\d+";
+  if (at_end) return "[^\\n]+";
+  const char* const one = p.shape == Shape::MultiLine ? "[\\s\\S]" : "[^\\n]";
+  if (next.empty()) return std::string(one) + "+?";
+  return "(?:(?!" + regex_escape(next) + ")" + one + ")++";
 }
 
 // Gives every unnamed placeholder its name: one anonymous capture per `%s`,
@@ -566,8 +569,10 @@ CompiledTemplate compile_template(std::string_view tmpl,
       out.capture_names.push_back(p.name);
       const auto custom = capture_patterns.find(p.name);
       out.regex += "(?<" + p.name + ">";
-      out.regex += custom != capture_patterns.end() ? custom->second
-                                                    : default_pattern(p, k + 1 == pieces.size());
+      const bool at_end = k + 1 == pieces.size();
+      const std::string_view next =
+          !at_end && !pieces[k + 1].is_placeholder ? std::string_view(pieces[k + 1].literal) : std::string_view();
+      out.regex += custom != capture_patterns.end() ? custom->second : default_pattern(p, at_end, next);
       out.regex += ")";
     } else {
       out.regex +=

@@ -39,9 +39,12 @@ struct CompiledTemplate {
 // arg2, ...). A name seen twice matches the same text again (backreference).
 // `capture_patterns` overrides the regex a named capture uses (e.g. "\\d+").
 //
-// Generated regex: literal text escaped; a placeholder is a lazy run of
-// non-newline characters, except at the end of the template where it is a
-// greedy run to the end of the line (trailing spaces trimmed by the matcher).
+// Generated regex: literal text escaped; a placeholder is a run of
+// non-newline characters that cannot hold the literal after it (a tempered,
+// possessive run: it ends where that literal first starts, so matching never
+// backtracks across literals); a lazy run when another placeholder follows;
+// at the end of the template a greedy run to the end of the line (trailing
+// spaces trimmed by the matcher).
 // Throws template_error on an unbalanced '{' or '}', an empty or invalid
 // placeholder, a name count mismatch, or a template with no literal text.
 CompiledTemplate compile_template(std::string_view tmpl,

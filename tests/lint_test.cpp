@@ -95,5 +95,31 @@ TEST(Lint, ReportsEntryWhoseExamplesNeverStateTheirCaptures) {
   EXPECT_NE(ps[0].message.find("no match example states the captures it expects (d)"), std::string::npos);
 }
 
+// A raw pattern whose lazy runs retry every later literal: matching its
+// near miss (the last literal left out) grows quadratically.
+std::string raw_entry(const std::string& id, const std::string& pattern, const std::string& example) {
+  std::string y = entry_yaml(id, "x");
+  y.replace(y.find("template: 'x'"), 13, "pattern: '" + pattern + "'");
+  y.replace(y.find("match: ['x']"), 12, "match: ['" + example + "']");
+  return y;
+}
+
+TEST(Lint, ReportsWorkThatGrowsFasterThanTheTextOnNearMisses) {
+  const auto ps = lint(*catalog_from(file_yaml(
+      raw_entry("lib.poly", "load (?<a>.+?) from (?<b>.+?) done", "load a from b done"))));
+  bool found = false;
+  for (const Problem& p : ps)
+    found = found || (p.entry_id == "lib.poly" && p.message.find("takes work that grows faster than the text") !=
+                                                     std::string::npos);
+  EXPECT_TRUE(found) << all(ps);
+}
+
+TEST(Lint, DoesNotReportALinearPatternOrATemplate) {
+  const auto ps = lint(*catalog_from(file_yaml(
+      raw_entry("lib.runs", "load (?<a>[^ ]+) from (?<b>[^ ]+) done", "load a from b done") +
+      entry_yaml("lib.tmpl", "load {a} from {b} at {c} done"))));
+  for (const Problem& p : ps) EXPECT_EQ(p.message.find("grows faster"), std::string::npos) << p.to_string();
+}
+
 }  // namespace
 }  // namespace errshim

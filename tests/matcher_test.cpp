@@ -7,6 +7,7 @@
 #include <errshim/catalog.hpp>
 
 #include "matcher.hpp"
+#include "template.hpp"
 #include "test_catalogs.hpp"
 
 namespace errshim {
@@ -255,6 +256,31 @@ TEST(LiteralLength, CountsOnlyTextEveryMatchMustContain) {
   EXPECT_EQ(literal_length(R"(dim (?<d>[^\n]+?) end)"), 8u);
   EXPECT_EQ(literal_length(R"(ab?c)"), 2u);
   EXPECT_EQ(literal_length(R"(\d+x)"), 1u);
+}
+
+TEST(LiteralLength, SkipsLookArounds) {
+  // A tempered placeholder's look-ahead holds the next literal, which the
+  // match holds once, after the run: counted once, not twice.
+  using detail::literal_length;
+  EXPECT_EQ(literal_length(R"(a(?!bc)d)"), 2u);
+  EXPECT_EQ(literal_length(R"(x(?<a>(?:(?! end)[^\n])++) end)"), 5u);
+  EXPECT_EQ(literal_length(R"((?<=\()q(?=[)]))"), 1u);
+  EXPECT_EQ(literal_length(detail::compile_template("dim {d} end").regex), 8u);
+}
+
+TEST(Matcher, TemperedTemplatesStayLineLocalAndSearchOnlyWhereTheirLiteralsOccurInOrder) {
+  std::vector<Problem> problems;
+  const auto cat = catalog_from(file_yaml(entry_yaml("lib.a", "load {a} from {b} done")));
+  const detail::Matcher m(cat->entries(), problems);
+  EXPECT_EQ(m.stats().line_local, 1u) << "the look-aheads hold literals without a newline";
+  // The last literal is missing: the regex never runs, so no step is spent.
+  std::string near = "load 1";
+  while (near.size() < 4096) near += " from 1";
+  const MatchResult r = m.match(near, {});
+  EXPECT_FALSE(r.diagnosis);
+  EXPECT_EQ(r.steps, 0u);
+  EXPECT_GT(m.match("load x from y done", {}).steps, 0u);
+  EXPECT_EQ(*m.match("x load a from b done", {}).diagnosis->capture("b"), "b");
 }
 
 }  // namespace

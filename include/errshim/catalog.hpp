@@ -146,11 +146,24 @@ class Catalog;
 using CatalogPtr = std::shared_ptr<const Catalog>;
 
 // What a match found, plus anything that went wrong on the way (an entry that
-// hit Boost.Regex's complexity limit, an input cut to the size cap). Matching
-// never throws; problems are reported here instead.
+// gave up, the step budget running out, an input cut to the size cap).
+// Matching never throws; problems are reported here instead.
 struct MatchResult {
   std::optional<Diagnosis> diagnosis;
   std::vector<std::string> problems;
+  std::size_t steps = 0;  // regex steps spent (at most MatchOptions::max_steps)
+};
+
+// Bounds on the work of one match() call.
+struct MatchOptions {
+  // Regex steps (states Boost.Regex visits) one call may spend over all
+  // entries and segments. When they run out, matching stops: `problems`
+  // says "budget exhausted" and the diagnosis is the best hit found before.
+  // One entry's search may take a quarter of it; an entry that needs more
+  // gives up on the message (no match, reported) and the others go on.
+  // The default is far above what a real message needs (a few thousand
+  // steps) and bounds the worst message to a few milliseconds.
+  std::size_t max_steps = 500'000;
 };
 
 class Catalog {
@@ -180,7 +193,8 @@ class Catalog {
   // nearest the root cause (normalize() lists segments root cause first);
   // then the earliest match in that segment; last, the smallest id. The rule
   // is total, so the result is deterministic.
-  MatchResult match(std::string_view message, const Context& context = {}) const noexcept;
+  MatchResult match(std::string_view message, const Context& context = {},
+                    const MatchOptions& options = {}) const noexcept;
   std::optional<Diagnosis> diagnose(std::string_view message, const Context& context = {}) const noexcept;
 
   // Whether this one entry's pattern (and not its `unless` list) claims some
