@@ -396,6 +396,7 @@ struct Layer {
   bool from_cache = false;
   bool read_problems = false;  // finding or reading its files
   bool had_problems = false;   // reading or parsing its files (a layer with problems is never cached)
+  bool from_path = false;      // a user catalog (add_path): gets the risk check a reload applies
 };
 
 void parse_layer(Layer& layer, std::vector<Problem>& problems) {
@@ -446,6 +447,7 @@ CatalogPtr CatalogBuilder::build() const {
   for (std::size_t s = 0; s < sources_.size(); ++s) {
     const Source& src = sources_[s];
     Layer& layer = layers[s];
+    layer.from_path = src.kind == Source::Kind::path;
     const std::size_t before = problems.size();
     auto take = [&layer](detail::Snapshot snap) {
       layer.entries = std::move(snap.entries);
@@ -534,8 +536,13 @@ CatalogPtr CatalogBuilder::build() const {
           origin.push_back(l);
         }
         layer_ids.insert(id);
-        // A user catalog gets the risk check a reload applies (lint).
-        if (src.kind == Source::Kind::path) detail::append_backtracking_problems(e, problems);
+        // A user catalog gets the risk check a reload applies (lint), be it
+        // parsed or read from the cache.
+        if (layers[l].from_path) {
+          const std::size_t n = all.size();
+          detail::append_backtracking_problems(e, all);
+          if (all.size() != n) blame(l, all.back());
+        }
       }
     }
     index.clear();
