@@ -237,7 +237,8 @@ def main(argv=None):
         json.dump([{"version": l, "commit": c, **f} for l, c, f in versions], sys.stdout, indent=1)
         return 0
     messages = layer.collect(versions)
-    entries, stats = layer.build_entries(messages, order, a.repo, head_commit, curated_facts(a.curated))
+    entries, stats = layer.build_entries(messages, order, a.repo, head_commit, curated_facts(a.curated),
+                                         library=a.library)
     if a.errshim:
         entries, shadow = settle_overlaps(a.errshim, a.curated, entries, a.library, a.repo, head_commit)
         stats.update(shadow)

@@ -420,13 +420,14 @@ def words_for_capture(name, expr):
     return "`%s` is the field of that name" % name
 
 
-def build_entries(messages, order, repo, head_commit, curated=None, id_prefix="candle.gen"):
+def build_entries(messages, order, repo, head_commit, curated=None, library="candle"):
     """Entries (dicts ready for YAML) and statistics."""
     curated = curated or {"templates": set(), "pins": set()}
     entries = []
     stats = {"messages": len(messages), "free_standing": 0, "generic": 0, "curated": 0,
              "no_example": 0, "gaps": 0, "no_site": 0}
     used_ids = set()
+    id_prefix = library + ".gen"
     for m in messages:
         newest = m.versions[-1]
         sites = sorted(m.sites[newest], key=lambda s: (s["path"], s["line"]))
@@ -492,7 +493,7 @@ def build_entries(messages, order, repo, head_commit, curated=None, id_prefix="c
         e["remediation"] = [{"text": remediation_text(m, primary, sites, definition)}]
         e["tags"] = ["generated", m.form]
         if rng:
-            e["applies_to"] = {"candle": rng}
+            e["applies_to"] = {library: rng}
         e["examples"] = {"match": [ex[0]], "no_match": [ex[1]]}
         e["generated"] = True
         entries.append(e)
