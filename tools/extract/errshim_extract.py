@@ -44,18 +44,20 @@ def included(path, globs, exts):
 
 def facts_of_files(files, front):
     """files: iterable of (path, text). The facts of all of them together."""
-    sites, variants, constructions = [], [], []
+    sites, variants, constructions, structs = [], [], [], []
     errors = []
     for path, text in files:
         try:
-            s, v, c = front.scan(text, path)
+            s, v, c, st = front.scan(text, path)
         except (rust_frontend.LexError, ValueError, IndexError) as e:
             errors.append("%s: %s" % (path, e))
             continue
         sites.extend(x.as_dict() for x in s)
         variants.extend(x.as_dict() for x in v)
         constructions.extend(x.as_dict() for x in c)
-    return {"sites": sites, "variants": variants, "constructions": constructions, "errors": errors}
+        structs.extend(st)
+    return {"sites": sites, "variants": variants, "constructions": constructions, "structs": structs,
+            "errors": errors}
 
 
 def tree_files(root, globs, exts):
@@ -111,18 +113,19 @@ def git_versions(reader, revs, globs, front, exts):
     out = []
     for label, rev in revs:
         commit = reader.git("rev-parse", rev + "^{commit}").strip()
-        sites, variants, constructions, errors = [], [], [], []
+        sites, variants, constructions, structs, errors = [], [], [], [], []
         for path, sha in reader.tree(rev):
             if not included(path, globs, exts):
                 continue
             if sha not in cache:
                 cache[sha] = facts_of_files([("\0", reader.blob(sha))], front)
             f = cache[sha]
-            for kind, dst in (("sites", sites), ("variants", variants), ("constructions", constructions)):
+            for kind, dst in (("sites", sites), ("variants", variants), ("constructions", constructions),
+                              ("structs", structs)):
                 dst.extend(dict(x, path=path) for x in f[kind])
             errors.extend(e.replace("\0", path + "@" + label) for e in f["errors"])
         out.append((label, commit, {"sites": sites, "variants": variants, "constructions": constructions,
-                                    "errors": errors}))
+                                    "structs": structs, "errors": errors}))
     return out
 
 

@@ -17,6 +17,8 @@ FORM_WORDS = {
     "msg_fn": "an `Error::msg` built from this text",
     "context": "a context text attached to an inner error (`.context` / `.with_context`)",
     "panic": "a `panic!`",
+    "expect": "a panic of `.expect(..)` on a `Result` or `Option` (for a `Result` the inner error's Debug "
+              "form follows the text after `: `)",
     "unimplemented": "an `unimplemented!`",
     "todo": "a `todo!`",
     "unreachable": "an `unreachable!`",
@@ -26,7 +28,7 @@ FORM_WORDS = {
              "returning `Result` print)",
 }
 PANIC_PREFIX = {"unimplemented": "not implemented: ", "todo": "not yet implemented: ",
-                "unreachable": "internal error: entered unreachable code: ", "panic": ""}
+                "unreachable": "internal error: entered unreachable code: ", "panic": "", "expect": ""}
 
 # The fewest letters and digits of literal text a template must have to
 # claim a message by itself; typed captures (shapes, dtypes, ...) count for
@@ -46,7 +48,7 @@ def class_prefix(path):
 
 def kind_of(text, form):
     t = text.lower()
-    if form in ("panic", "unreachable") or t.startswith("internal error"):
+    if form in ("panic", "unreachable", "expect") or t.startswith("internal error"):
         return "internal"
     if form in ("unimplemented", "todo"):
         return "unsupported-feature"
@@ -184,51 +186,85 @@ def variant_kinds(v, names):
     return kinds
 
 
-def variant_display(v):
+def struct_name(type_text, structs):
+    """The struct a field type names (`Box<crate::X>` -> X) when its Debug
+    form is known, else None."""
+    t = type_text.replace(" ", "")
+    m = re.fullmatch(r"(?:Box<)?&?(?:[A-Za-z_]+::)*([A-Z][A-Za-z0-9_]*)>?", t)
+    if m and m.group(1) in (structs or {}) and rt.field_type(type_text, True) is None:
+        return m.group(1)
+    return None
+
+
+def expand_structs(fmt, v, names, kinds, structs, depth=2):
+    """`fmt` with every `{f:?}` of a field whose type is a struct deriving
+    Debug replaced by that struct's Debug form, its fields as captures
+    (`MatMulUnexpectedStriding {{ lhs_l: {lhs_l:?}, .. }}`); kinds gains
+    their types."""
+    if not structs or depth == 0:
+        return fmt
+    field_of = {}
+    for k, (fname, ftype) in enumerate(v["fields"]):
+        field_of[k] = ftype
+        field_of[names[k]] = ftype
+        if fname:
+            field_of[fname] = ftype
+    out = []
+    for p in rt.parse_format(fmt):
+        if isinstance(p, str):
+            out.append(rt.escape_literal(p).replace("%%", "%"))
+            continue
+        arg = p["arg"]
+        ftype = field_of.get(arg)
+        sname = struct_name(ftype, structs) if ftype and p["debug"] and not p["pretty"] else None
+        if sname is None:
+            out.append(p["raw"])
+            continue
+        fields = structs[sname]
+        parts = []
+        for fname, ft in fields:
+            cap = fname
+            j = 2
+            while cap in kinds:
+                cap = "%s_%d" % (fname, j)
+                j += 1
+            kinds[cap] = {True: rt.field_type(ft, True), False: rt.field_type(ft, False)}
+            inner = {"fields": [(cap, ft)]}
+            parts.append("%s: %s" % (fname, expand_structs("{%s:?}" % cap, inner, [cap], kinds, structs,
+                                                           depth - 1)))
+        out.append("%s {{ %s }}" % (sname, ", ".join(parts)) if parts else sname)
+    return "".join(out)
+
+
+def variant_display(v, structs=None):
     """(text, Template) of a variant's #[error(..)] Display, or None."""
     if v["display"] is None:
         return None
     names = variant_field_names(v)
     kinds = variant_kinds(v, names)
     try:
-        return rt.build_template(v["display"], True, [], {}, arg_kinds=kinds,
+        fmt = expand_structs(v["display"], v, names, kinds, structs)
+        return rt.build_template(fmt, True, [], {}, arg_kinds=kinds,
                                  arg_names=names if v["tuple_like"] else None)
     except rt.FormatError:
         return None
 
 
-def variant_debug(v):
+def variant_debug(v, structs=None):
     """(text, Template) of a variant's derived Debug form."""
     names = variant_field_names(v)
-    pieces = [v["name"]]
-    kinds = {}
-    text = [v["name"]]
-    if v["fields"]:
-        if v["tuple_like"]:
-            pieces[0] += "("
-            text.append("(")
-        else:
-            pieces[0] += " { "
-            text.append(" {{ ")
-        for k, (fname, ftype) in enumerate(v["fields"]):
-            if k:
-                pieces.append(", ")
-                text.append(", ")
-            if fname:
-                pieces.append(fname + ": ")
-                text.append(fname + ": ")
-            pieces.append({"name": names[k], "debug": True, "pretty": False})
-            text.append("{%s:?}" % names[k])
-            kinds[names[k]] = rt.field_type(ftype, True)
-        pieces.append(")" if v["tuple_like"] else " }")
-        text.append(")" if v["tuple_like"] else " }}")
-    merged = []
-    for p in pieces:
-        if isinstance(p, str) and merged and isinstance(merged[-1], str):
-            merged[-1] += p
-        else:
-            merged.append(p)
-    return "".join(text), rt.Template(merged, [], kinds)
+    kinds = variant_kinds(v, names)
+    if not v["fields"]:
+        return v["name"], rt.Template([v["name"]], [], {})
+    parts = []
+    for k, (fname, _) in enumerate(v["fields"]):
+        parts.append(("%s: {%s:?}" % (fname, names[k])) if fname else "{%s:?}" % names[k])
+    if v["tuple_like"]:
+        fmt = "%s(%s)" % (v["name"], ", ".join(parts))
+    else:
+        fmt = "%s {{ %s }}" % (v["name"], ", ".join(parts))
+    fmt = expand_structs(fmt, v, names, kinds, structs)
+    return rt.build_template(fmt, True, [], {}, arg_kinds=kinds)
 
 
 LITERAL_EXPR = re.compile(r'^(?:String::from\()?"((?:[^"\\]|\\.)*)"\)?(?:\.(?:to_string|into|to_owned)\(\))?$')
@@ -300,6 +336,7 @@ def collect(versions):
             m.add(label, dict(s, commit=commit))
             for k, e in exprs.items():
                 m.captured_from.setdefault(k, e)
+        structs = {st["name"]: st["fields"] for st in facts.get("structs", [])}
         by_variant = {}
         for v in facts["variants"]:
             by_variant.setdefault((v["enum"], v["name"]), []).append(v)
@@ -312,11 +349,11 @@ def collect(versions):
             v = defs[0]
             cls = "%s::%s::%s" % (class_prefix(v["path"]), enum, name)
             forms = []
-            disp = variant_display(v)
+            disp = variant_display(v, structs)
             if disp is not None:
                 forms.append(("variant",) + disp)
             if v["derived_debug"] and v["fields"]:
-                forms.append(("debug",) + variant_debug(v))
+                forms.append(("debug",) + variant_debug(v, structs))
             for form, text, tmpl in forms:
                 m = get(("debug" if form == "debug" else "display", tmpl.signature()), text, tmpl, cls, form)
                 m.add(label, None)

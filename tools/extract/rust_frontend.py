@@ -418,7 +418,8 @@ class Site:
     `is_format` is false) and the facts around it."""
 
     def __init__(self, form, line, message, is_format, args, named, symbol, condition, cfg):
-        self.form = form          # bail, msg, msg_fn, context, panic, unimplemented, todo, unreachable, variant
+        self.form = form          # bail, msg, msg_fn, context, expect, panic, unimplemented, todo,
+        #                           unreachable, variant
         self.line = line
         self.message = message
         self.is_format = is_format
@@ -502,12 +503,13 @@ ERROR_PATH_PREFIXES = ("Error", "candle", "candle_core", "crate", "Self", "$crat
 def scan(src, path="<src>"):
     """Sites and thiserror variants of one Rust source file.
 
-    Returns (sites, variants, constructions): `constructions` are
+    Returns (sites, variants, constructions, structs): `constructions` are
     (enum_or_None, variant, Site) for every `X::Variant {..}` / `X::Variant(..)`
     whose path ends in an error-like type, resolved later against the
-    variants of all files."""
+    variants of all files; `structs` are the structs deriving Debug, whose
+    form a `{:?}` of them prints."""
     toks = tokenize(src)
-    sites, variants, constructions = [], [], []
+    sites, variants, constructions, structs = [], [], [], []
     stack = []
     header_lo = 0
     prev_chain = None  # else-chain of the if block that just closed at this level
@@ -553,6 +555,13 @@ def scan(src, path="<src>"):
             if t.text == "{":
                 frame = classify_block(src, toks, header_lo, i, prev_chain)
                 # thiserror enums are read whole, then skipped
+                if is_debug_struct(toks, header_lo, i):
+                    close = match_close(toks, i)
+                    structs.append(parse_struct(src, toks, header_lo, i, close, path))
+                    i = close + 1
+                    header_lo = i
+                    prev_chain = None
+                    continue
                 if is_error_enum(toks, header_lo, i):
                     close = match_close(toks, i)
                     variants.extend(parse_enum(src, toks, header_lo, i, close, path))
@@ -602,6 +611,12 @@ def scan(src, path="<src>"):
                     add_site("msg" if t.text == "Msg" else "msg_fn", t.line, me[0], me[1], me[2], me[3], i)
                     skip_until = close
                 i += 2
+                continue
+            # .expect("..") on a Result or an Option: a panic whose message starts with the text
+            if (t.text == "expect" and i >= 1 and toks[i - 1].text == "." and i + 3 < n
+                    and toks[i + 1].text == "(" and toks[i + 2].kind == "str" and toks[i + 3].text == ")"):
+                add_site("expect", t.line, toks[i + 2].value, False, [], {}, i)
+                i += 4
                 continue
             # .context("..") and .with_context(|| ..)
             if (t.text in ("context", "with_context") and i >= 1 and toks[i - 1].text == "."
@@ -660,7 +675,29 @@ def scan(src, path="<src>"):
                 i += 1
                 continue
         i += 1
-    return sites, variants, constructions
+    return sites, variants, constructions, structs
+
+
+def is_debug_struct(toks, lo, brace):
+    """`#[derive(.., Debug, ..)] struct Name {`: its Debug form is derived
+    from its fields, which nested error texts print."""
+    words = [t.text for t in toks[lo:brace]]
+    return "struct" in words and "enum" not in words and derives_debug(toks, lo, brace)
+
+
+def parse_struct(src, toks, lo, brace, close, path):
+    words = [t.text for t in toks[lo:brace]]
+    name = words[words.index("struct") + 1]
+    fields = []
+    for fa, fb in split_args_generic(toks, brace + 1, close):
+        fa = skip_attributes(toks, fa, fb)
+        if fa < fb and toks[fa].text == "pub":
+            fa += 1
+            if fa < fb and toks[fa].text == "(":
+                fa = match_close(toks, fa) + 1
+        if fb - fa >= 3 and toks[fa + 1].text == ":":
+            fields.append([toks[fa].text, text_of(src, toks, fa + 2, fb)])
+    return {"name": name, "path": path, "line": toks[brace].line, "fields": fields}
 
 
 def is_error_enum(toks, lo, brace):

@@ -110,6 +110,11 @@ class Sites(unittest.TestCase):
         self.assertEqual(site_at(self.f, 50)["message"], "no second element after {first}")
         self.assertEqual(site_at(self.f, 51)["form"], "msg_fn")
 
+    def test_expect_with_a_literal_is_a_panic_site(self):
+        s = site_at(self.f, 85)
+        self.assertEqual((s["form"], s["message"], s["symbol"]), ("expect", "failed to start the worker pool",
+                                                                  "worker_pool"))
+
     def test_cfg_gated_module_is_recorded(self):
         s = site_at(self.f, 58)
         self.assertEqual(s["cfg"], ['feature = "cuda"'])
@@ -140,8 +145,8 @@ class Variants(unittest.TestCase):
 
     def test_constructions_not_patterns(self):
         built = sorted((c["variant"], c["line"]) for c in self.f["constructions"])
-        self.assertEqual(built, [("DTypeMismatchBinaryOp", 38), ("Internal", 51), ("NonContiguous", 45),
-                                 ("UnsupportedDTypeForOp", 40)])
+        self.assertEqual(built, [("DTypeMismatchBinaryOp", 41), ("Internal", 54), ("NonContiguous", 48),
+                                 ("Striding", 75), ("UnsupportedDTypeForOp", 43)])
 
     def test_debug_form_of_struct_and_tuple_variants(self):
         text, tmpl = layer.variant_debug(self.v["DTypeMismatchBinaryOp"])
@@ -155,10 +160,21 @@ class Variants(unittest.TestCase):
         text, _ = layer.variant_debug(self.v["UnsupportedDTypeForOp"])
         self.assertEqual(text, "UnsupportedDTypeForOp({dtype:?}, {text:?})")
 
+    def test_debug_of_a_boxed_struct_field_is_expanded_from_the_struct(self):
+        structs = {s["name"]: s["fields"] for s in self.f["structs"]}
+        text, tmpl = layer.variant_display(self.v["Striding"], structs)
+        self.assertEqual(text, "Striding {{ lhs_l: {lhs_l:?}, bmnk: {bmnk:?}, msg: {msg:?} }}")
+        self.assertEqual(tmpl.kinds, {"lhs_l": "layout", "bmnk": "tuple_int", "msg": "qstr"})
+        msg = ('Striding { lhs_l: Layout { shape: [2, 3], stride: [1, 2], start_offset: 0 }, '
+               'bmnk: (1, 2, 3, 4), msg: "non-contiguous lhs" }')
+        self.assertEqual(re.search(tmpl.regex(), msg).group("msg"), '"non-contiguous lhs"')
+        # without the struct, the bare `{0:?}` is too generic to stand alone
+        self.assertEqual(layer.variant_display(self.v["Striding"])[0], "{0:?}")
+
     def test_construction_with_literal_field_gives_its_own_text(self):
         entries, _ = build(["error.rs"])
         e = by_template(entries)["internal error 'rank zero layout in strided'"]
-        self.assertEqual((e["source"]["path"], e["source"]["line"]), ("error.rs", 51))
+        self.assertEqual((e["source"]["path"], e["source"]["line"]), ("error.rs", 54))
         self.assertEqual(e["also_at"][0]["symbol"], "Error::Internal")
         self.assertIn("matches 0", e["trigger"])
 
