@@ -33,7 +33,7 @@ PANIC_PREFIX = {"unimplemented": "not implemented: ", "todo": "not yet implement
 # The fewest letters and digits of literal text a template must have to
 # claim a message by itself; typed captures (shapes, dtypes, ...) count for
 # a few, as they only match text of their shape.
-MIN_LITERAL = 12
+MIN_LITERAL = 16
 TYPED_WEIGHT = 4
 
 
@@ -74,7 +74,8 @@ def specificity(tmpl):
 
 
 def is_free_standing(tmpl):
-    words = re.findall(r"[A-Za-z]{3,}", tmpl.literal_text())
+    # CamelCase names count by their parts: `BackwardNotSupported { op: .. }`
+    words = re.findall(r"[A-Z]?[a-z]{2,}|[A-Z]{3,}", tmpl.literal_text())
     return specificity(tmpl) >= MIN_LITERAL and len(words) >= 2
 
 
@@ -316,6 +317,12 @@ def rust_frontend_unescape(body):
     return rust_frontend.unescape(body, 0)
 
 
+def is_wrapper(v):
+    """A variant that carries another error (`inner: Box<Self>`, `Box<dyn
+    Error>`, a backtrace) rather than a text of its own."""
+    return any(re.search(r"\bSelf\b|\bdyn\b|Backtrace|Box<Error>", ftype) for _, ftype in v["fields"])
+
+
 def collect(versions):
     """versions: list of (label, commit, facts) in release order, facts as
     written by the front end. Returns the Messages, in a stable order."""
@@ -349,6 +356,10 @@ def collect(versions):
             v = defs[0]
             cls = "%s::%s::%s" % (class_prefix(v["path"]), enum, name)
             forms = []
+            if is_wrapper(v):
+                # WithBacktrace { inner, .. }, Context { inner, context }: their
+                # text is another error's; the inner one's entry matches inside
+                continue
             disp = variant_display(v, structs)
             if disp is not None:
                 forms.append(("variant",) + disp)
@@ -531,7 +542,9 @@ def build_entries(messages, order, repo, head_commit, curated=None, library="can
         e["tags"] = ["generated", m.form]
         if rng:
             e["applies_to"] = {library: rng}
-        e["examples"] = {"match": [ex[0]], "no_match": [ex[1]]}
+        # the same message as a user meets it: the cause in an anyhow chain
+        wrapped = "Error: failed to run the model\n\nCaused by:\n    " + ex[0]["text"].replace("\n", "\n    ")
+        e["examples"] = {"match": [ex[0], wrapped], "no_match": [ex[1]]}
         e["generated"] = True
         entries.append(e)
     return entries, stats

@@ -195,7 +195,10 @@ def main():
         near_cases.append(("neighbour-literal", e["examples"]["no_match"][0], p))
     donors = [g["examples"]["match"][0]["text"] for g in gen]
     for e in gen:
-        caps = (e["examples"]["match"][0].get("captures") or {})
+        # a free-text capture (a name, a path, a message) can hold any text;
+        # one of a typed capture (a shape, a dtype) cannot
+        caps = {k: v for k, v in (e["examples"]["match"][0].get("captures") or {}).items()
+                if k not in (e.get("capture_patterns") or {})}
         if not caps:
             continue
         name = sorted(caps)[0]

@@ -74,7 +74,7 @@ class Sites(unittest.TestCase):
     def test_macro_across_lines_is_read_with_its_arguments(self):
         s = site_at(self.f, 15)
         self.assertEqual(s["form"], "bail")
-        self.assertEqual(s["message"], "cache overflow: {} + {len} > {}")
+        self.assertEqual(s["message"], "kv cache would overflow: {} + {len} > {}")
         self.assertEqual(s["args"], ["self.cur_len", "self.max_len"])
         self.assertEqual(s["symbol"], "Cache::append")
 
@@ -171,6 +171,15 @@ class Variants(unittest.TestCase):
         # without the struct, the bare `{0:?}` is too generic to stand alone
         self.assertEqual(layer.variant_display(self.v["Striding"])[0], "{0:?}")
 
+    def test_wrapper_variants_get_no_entry_and_the_inner_debug_form_does(self):
+        entries, _ = build(["wrappers.rs"])
+        t = by_template(entries)
+        self.assertFalse([x for x in t if "inner" in x], list(t))
+        e = t["BackwardNotSupported {{ op: {op:?} }}"]  # one CamelCase name counts as several words
+        self.assertRegex('WithBacktrace { inner: BackwardNotSupported { op: "ceil" }, backtrace: Backtrace [] }',
+                         Templates.regex_of(None, e))
+        self.assertIn("backward is not supported for {op}", t)
+
     def test_construction_with_literal_field_gives_its_own_text(self):
         entries, _ = build(["error.rs"])
         e = by_template(entries)["internal error 'rank zero layout in strided'"]
@@ -186,7 +195,7 @@ class Templates(unittest.TestCase):
         cls.t = by_template(cls.entries)
 
     def test_positional_arguments_are_named_from_their_expressions(self):
-        e = self.t["cache overflow: {} + {len} > {}"]
+        e = self.t["kv cache would overflow: {} + {len} > {}"]
         self.assertEqual(e["captures"], ["cur_len", "max_len"])
         e = self.t["shape mismatch in check, lhs: {:?}, rhs: {:?}"]
         self.assertEqual(e["captures"], ["lhs_shape", "rhs_dims"])
@@ -221,7 +230,7 @@ class Templates(unittest.TestCase):
             self.assertEqual(e["priority"], -1)
 
     def test_cause_and_trigger_are_built_from_the_facts(self):
-        e = self.t["cache overflow: {} + {len} > {}"]
+        e = self.t["kv cache would overflow: {} + {len} > {}"]
         self.assertIn("`Cache::append` (raise_sites.rs:15)", e["cause"])
         self.assertIn("`cur_len` is the value of `self.cur_len`", e["cause"])
         self.assertIn("`self.kv_cache_enabled && len > self.max_len`", e["trigger"])
@@ -258,10 +267,10 @@ class Templates(unittest.TestCase):
 
 class Curated(unittest.TestCase):
     def test_a_curated_template_or_site_wins(self):
-        curated = {"templates": {"cache overflow: {} + {len} > {}"}, "pins": {("raise_sites.rs", 58)}}
+        curated = {"templates": {"kv cache would overflow: {} + {len} > {}"}, "pins": {("raise_sites.rs", 58)}}
         entries, stats = build(["raise_sites.rs"], curated)
         templates = {e["template"] for e in entries}
-        self.assertNotIn("cache overflow: {} + {len} > {}", templates)
+        self.assertNotIn("kv cache would overflow: {} + {len} > {}", templates)
         self.assertNotIn("grid size too large for this device: {grid}", templates)
         self.assertEqual(stats["curated"], 2)
         self.assertIn("head count {n} is not divisible by {}", templates)
@@ -333,6 +342,27 @@ class LintsClean(unittest.TestCase):
             r = subprocess.run([os.environ["ERRSHIM"], "lint", out], stdout=subprocess.PIPE,
                                stderr=subprocess.STDOUT)
             self.assertEqual(r.returncode, 0, r.stdout.decode())
+
+    def test_a_curated_entry_that_wins_a_generated_example_drops_the_generated_entry(self):
+        curated = ("schema: 1\nlibrary: candle\nentries:\n"
+                   "  - id: candle.hand.head_divisible\n"
+                   "    pattern: 'head count \\S+ is not divisible'\n"
+                   "    source: {repo: x/y, commit: %s, path: other.rs, line: 1}\n"
+                   "    error_class: candle::Error::Msg\n    kind: validation\n"
+                   "    cause: c\n    trigger: t\n    remediation: [{text: r}]\n"
+                   "    examples: {match: [head count 6 is not divisible by 4]}\n" % COMMIT)
+        entries, _ = build(["raise_sites.rs"])
+        with tempfile.TemporaryDirectory() as tmp:
+            cur = os.path.join(tmp, "hand.yaml")
+            with open(cur, "w") as fh:
+                fh.write(curated)
+            kept, stats = errshim_extract.settle_overlaps(os.environ["ERRSHIM"], [cur], entries, "candle",
+                                                          "x/y", COMMIT)
+        dropped = {e["id"] for e in entries} - {e["id"] for e in kept}
+        self.assertEqual(len(dropped), 1)
+        self.assertEqual(stats["shadowed_by_curated"], 1)
+        self.assertEqual(stats["curated_claims"][0][1], "candle.hand.head_divisible")
+        self.assertNotIn("head count {n} is not divisible by {}", {e["template"] for e in kept})
 
 
 if __name__ == "__main__":
