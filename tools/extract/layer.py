@@ -46,25 +46,24 @@ def class_prefix(path):
     return "candle" if c == "candle-core" else c.replace("-", "_")
 
 
+# The first pattern found in the text decides the kind.
+KIND_RULES = [
+    (r"not (been )?(compiled|built) with|feature .* not enabled|enable the .* feature", "missing-dependency"),
+    (r"out of memory|cannot allocate|allocation", "resource"),
+    (r"unsupported|not supported|not implemented|only .* (is|are) supported|not yet", "unsupported-feature"),
+    (r"dtype", "dtype-mismatch"),
+    (r"shape|dims?\b|rank|broadcast|dimension", "shape-mismatch"),
+    (r"config|invalid value for", "configuration"),
+]
+
+
 def kind_of(text, form):
     t = text.lower()
     if form in ("panic", "unreachable", "expect") or t.startswith("internal error"):
         return "internal"
     if form in ("unimplemented", "todo"):
         return "unsupported-feature"
-    if re.search(r"not (been )?(compiled|built) with|feature .* not enabled|enable the .* feature", t):
-        return "missing-dependency"
-    if re.search(r"out of memory|cannot allocate|allocation", t):
-        return "resource"
-    if re.search(r"unsupported|not supported|not implemented|only .* (is|are) supported|not yet", t):
-        return "unsupported-feature"
-    if re.search(r"dtype", t):
-        return "dtype-mismatch"
-    if re.search(r"shape|dims?\b|rank|broadcast|dimension", t):
-        return "shape-mismatch"
-    if re.search(r"config|invalid value for", t):
-        return "configuration"
-    return "validation"
+    return next((kind for rx, kind in KIND_RULES if re.search(rx, t)), "validation")
 
 
 def specificity(tmpl):
@@ -131,7 +130,7 @@ def site_messages(sites):
             cls = "candle::Error::Msg"
         exprs = {}
         if s["is_format"]:
-            for name, idx in zip(tmpl.anon_names, positional_order(s["message"])):
+            for name, idx in zip(tmpl.anon_names, rt.positional_order(rt.parse_format(s["message"]))):
                 if idx < len(s["args"]):
                     exprs[name] = s["args"][idx]
             for name in tmpl.names():
@@ -139,24 +138,6 @@ def site_messages(sites):
                     exprs[name] = s["named"][name]
         out.append(((form if form in PANIC_PREFIX else "msg", cls, text), text, tmpl, cls, form, exprs))
     return out
-
-
-def positional_order(fmt):
-    order = []
-    implicit = 0
-    for p in rt.parse_format(fmt):
-        if isinstance(p, str) or not (p["arg"] is None or isinstance(p["arg"], int)):
-            continue
-        if p["arg"] is None:
-            if p["precision_arg"]:
-                implicit += 1
-            idx = implicit
-            implicit += 1
-        else:
-            idx = p["arg"]
-        if idx not in order:
-            order.append(idx)
-    return order
 
 
 def variant_field_names(v):

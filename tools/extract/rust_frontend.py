@@ -340,35 +340,37 @@ def classify_block(src, toks, lo, brace, prev_chain):
     return Frame("block", cfg=cfg)
 
 
-def arm_pattern(src, toks, lo, arrow):
-    """The pattern of the match arm whose `=>` is toks[arrow]: the tokens
-    after the last top-level `,` before it."""
+def top_level(toks, lo, hi):
+    """(index, text) of the tokens of toks[lo:hi] outside any bracket."""
     depth = 0
-    start = lo
-    for k in range(lo, arrow):
-        t = toks[k].text
-        if t in OPEN:
-            depth += 1
-        elif t in (")", "]", "}"):
-            depth -= 1
-        elif t == "," and depth == 0:
-            start = k + 1
-    return text_of(src, toks, start, arrow) or None
-
-
-def last_arrow(toks, lo, hi):
-    """Index of the last top-level `=>` in toks[lo:hi], or None."""
-    depth = 0
-    found = None
     for k in range(lo, hi):
         t = toks[k].text
         if t in OPEN:
             depth += 1
         elif t in (")", "]", "}"):
             depth -= 1
-        elif t == "=>" and depth == 0:
+        elif depth == 0:
+            yield k, t
+
+
+def arm_pattern(src, toks, lo, arrow):
+    """The pattern of the match arm whose `=>` is toks[arrow]: the tokens
+    after the last top-level `,` before it."""
+    start = lo
+    for k, t in top_level(toks, lo, arrow):
+        if t == ",":
+            start = k + 1
+    return text_of(src, toks, start, arrow) or None
+
+
+def last_arrow(toks, lo, hi):
+    """Index of the last top-level `=>` in toks[lo:hi] not followed by a
+    top-level `,` (the arm that holds toks[hi]), or None."""
+    found = None
+    for k, t in top_level(toks, lo, hi):
+        if t == "=>":
             found = k
-        elif t == "," and depth == 0:
+        elif t == ",":
             found = None
     return found
 

@@ -236,6 +236,33 @@ class Template:
         return "".join(p if isinstance(p, str) else values[p["name"]] for p in self.pieces)
 
 
+def argument_indices(pieces):
+    """For each placeholder of `pieces`, the positional argument it shows,
+    or None for a named one; `{:.*}` takes one argument more."""
+    implicit = 0
+    out = []
+    for p in pieces:
+        if isinstance(p, str):
+            continue
+        if p["arg"] is None:
+            if p["precision_arg"]:
+                implicit += 1
+            out.append(implicit)
+            implicit += 1
+        else:
+            out.append(p["arg"] if isinstance(p["arg"], int) else None)
+    return out
+
+
+def positional_order(pieces):
+    """The positional arguments of `pieces`, in order of first use."""
+    order = []
+    for idx in argument_indices(pieces):
+        if idx is not None and idx not in order:
+            order.append(idx)
+    return order
+
+
 def build_template(message, is_format, args, named, arg_kinds=None, arg_names=None, prefix=""):
     """(template_text, Template) for a message. `args` are the positional
     argument expressions; `arg_kinds`/`arg_names` override what is inferred
@@ -244,24 +271,15 @@ def build_template(message, is_format, args, named, arg_kinds=None, arg_names=No
         text = prefix + message
         return escape_literal(prefix) + escape_literal(message), Template([text], [], {})
     pieces = parse_format(message)
-    # positional arguments in order of first use; `{:.*}` takes one more
-    implicit = 0
-    order = []
+    indices = iter(argument_indices(pieces))
+    order = positional_order(pieces)
     resolved = []
     for p in pieces:
         if isinstance(p, str):
             resolved.append(p)
             continue
-        if p["arg"] is None or isinstance(p["arg"], int):
-            if p["arg"] is None:
-                if p["precision_arg"]:
-                    implicit += 1
-                idx = implicit
-                implicit += 1
-            else:
-                idx = p["arg"]
-            if idx not in order:
-                order.append(idx)
+        idx = next(indices)
+        if idx is not None:
             resolved.append({"pos": idx, "debug": p["debug"], "pretty": p["pretty"]})
         else:
             resolved.append({"named": p["arg"], "debug": p["debug"], "pretty": p["pretty"]})
