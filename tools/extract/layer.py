@@ -9,6 +9,7 @@ prose is copied.
 
 import re
 
+import rust_frontend
 import rustfmt_template as rt
 
 FORM_WORDS = {
@@ -24,6 +25,8 @@ FORM_WORDS = {
     "unreachable": "an `unreachable!`",
     "variant": "the Display text of an error enum variant",
     "variant_site": "an error enum variant built with its text fields written out",
+    "debug_text": "the text field of an error enum variant, which its derived Debug form `Variant(\"..\")` "
+                  "prints and errshim reads back",
     "debug": "the derived Debug form of an error enum variant (what `{:?}`, `unwrap()` and a `main` "
              "returning `Result` print)",
 }
@@ -252,50 +255,97 @@ def variant_debug(v, structs=None):
 LITERAL_EXPR = re.compile(r'^(?:String::from\()?"((?:[^"\\]|\\.)*)"\)?(?:\.(?:to_string|into|to_owned)\(\))?$')
 
 
+def field_payload(expr):
+    """(message, is_format, args, named) of a field given as a string
+    literal or a `format!(..)`, else None."""
+    if expr is None:
+        return None
+    m = LITERAL_EXPR.match(expr)
+    try:
+        if m:
+            return rust_frontend.unescape(m.group(1), 0), False, [], {}
+        if expr.startswith("format!"):
+            toks = rust_frontend.tokenize(expr)
+            return rust_frontend.message_expression(expr, toks, 0, len(toks))
+    except (ValueError, IndexError):
+        return None
+    return None
+
+
+def field_index(v, arg):
+    if isinstance(arg, int):
+        return arg
+    return next((j for j, (fname, _) in enumerate(v["fields"]) if fname == arg), None)
+
+
+def payloads(v, c):
+    out = {}
+    for k, (fname, _) in enumerate(v["fields"]):
+        p = field_payload(c["named"].get(fname if fname else str(k)))
+        if p is not None:
+            out[k] = p
+    return out
+
+
 def specialise(v, c):
     """The Display text of variant `v` as built at construction `c`, with the
-    fields `c` gives as string literals written in; None when it gives none."""
-    names = variant_field_names(v)
-    by_field = {}
-    for k, (fname, _) in enumerate(v["fields"]):
-        expr = c["named"].get(fname if fname else str(k))
-        if expr is None:
-            continue
-        m = LITERAL_EXPR.match(expr)
-        if m:
-            try:
-                by_field[k] = rust_frontend_unescape(m.group(1))
-            except ValueError:
-                continue
-    if not by_field:
+    text fields `c` gives (a literal, or the `format!` of a variant whose
+    text is that one field) written in; None when it gives none."""
+    given = payloads(v, c)
+    if not given:
         return None
+    pieces = rt.parse_format(v["display"])
+    holes = [p for p in pieces if not isinstance(p, str)]
+    fmt_fields = [k for k, p in given.items() if p[1]]
+    if fmt_fields:
+        # `Message(format!("..", a))` under `#[error("{0}")]` / `"Metal error {0}"`
+        k = fmt_fields[0]
+        if len(holes) != 1 or field_index(v, holes[0]["arg"]) != k or "?" in holes[0]["spec"]:
+            return None
+        msg, _, args, named = given[k]
+        brace = lambda t: t.replace("{", "{{").replace("}", "}}")  # noqa: E731
+        text = "".join(brace(p) if isinstance(p, str) else msg for p in pieces)
+        try:
+            return rt.build_template(text, True, args, named)
+        except rt.FormatError:
+            return None
     out = []
     used = False
-    for p in rt.parse_format(v["display"]):
+    for p in pieces:
         if isinstance(p, str):
             out.append(rt.escape_literal(p).replace("%%", "%"))
             continue
-        arg = p["arg"]
-        k = arg if isinstance(arg, int) else next(
-            (j for j, (fname, _) in enumerate(v["fields"]) if fname == arg), None)
-        if k is not None and k in by_field and "?" not in p["spec"]:
-            out.append(rt.escape_literal(by_field[k]).replace("%%", "%"))
+        k = field_index(v, p["arg"])
+        if k is not None and k in given and "?" not in p["spec"]:
+            out.append(rt.escape_literal(given[k][0]).replace("%%", "%"))
             used = True
         else:
             out.append(p["raw"])
     if not used:
         return None
-    kinds = variant_kinds(v, names)
+    names = variant_field_names(v)
     try:
-        return rt.build_template("".join(out), True, [], {}, arg_kinds=kinds,
+        return rt.build_template("".join(out), True, [], {}, arg_kinds=variant_kinds(v, names),
                                  arg_names=names if v["tuple_like"] else None)
     except rt.FormatError:
         return None
 
 
-def rust_frontend_unescape(body):
-    import rust_frontend
-    return rust_frontend.unescape(body, 0)
+def debug_text(v, c):
+    """What errshim reads from the derived Debug form `Variant("text")` of a
+    one-string tuple variant built at `c`: the text itself (its normaliser
+    unwraps such a value), when `c` gives it as a literal or `format!`."""
+    if not (v["derived_debug"] and v["tuple_like"] and len(v["fields"]) == 1):
+        return None
+    if v["fields"][0][1].replace(" ", "") not in ("String", "&'staticstr", "&str"):
+        return None
+    p = payloads(v, c).get(0)
+    if p is None:
+        return None
+    try:
+        return rt.build_template(*p)
+    except rt.FormatError:
+        return None
 
 
 def is_wrapper(v):
@@ -358,15 +408,15 @@ def collect(versions):
             if disp is None:
                 continue
             for c in uses.get((enum, name), []):
-                spec = specialise(v, c)
-                if spec is None:
-                    continue
-                text, tmpl = spec
-                m = get(("display", tmpl.signature()), text, tmpl, cls, "variant_site")
-                m.add(label, dict(c, commit=commit))
-                m.definition.setdefault(label, None)
-                m.also_definition = dict(path=v["path"], line=v["line"], symbol="%s::%s" % (enum, name),
-                                         commit=commit)
+                for form, spec in (("variant_site", specialise(v, c)), ("debug_text", debug_text(v, c))):
+                    if spec is None:
+                        continue
+                    text, tmpl = spec
+                    m = get(("display", tmpl.signature()), text, tmpl, cls, form)
+                    m.add(label, dict(c, commit=commit))
+                    m.definition.setdefault(label, None)
+                    m.also_definition = dict(path=v["path"], line=v["line"], symbol="%s::%s" % (enum, name),
+                                             commit=commit)
     return [messages[k] for k in sorted(messages, key=lambda k: (messages[k].text, k[0]))]
 
 

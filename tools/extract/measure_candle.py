@@ -141,6 +141,7 @@ def main():
     for label, commit, facts in [versions[-1]] + [v for v in versions if any(
             x["derived_debug"] and x["enum"] == "Error" and x["path"] == "candle-core/src/error.rs"
             for x in v[2]["variants"])][-1:]:
+        structs = {st["name"]: st["fields"] for st in facts.get("structs", [])}
         by_variant = {}
         for v in facts["variants"]:
             by_variant.setdefault((v["enum"], v["name"]), []).append(v)
@@ -150,7 +151,7 @@ def main():
                 continue
             v = sorted(defs, key=lambda d: ("dummy" in d["path"], d["path"]))[0]
             spec = layer.specialise(v, c)
-            disp = spec or layer.variant_display(v)
+            disp = spec or layer.variant_display(v, structs)
             if disp is None:
                 continue
             tmpl = disp[1]
@@ -161,14 +162,13 @@ def main():
                 cases.append(("variant-display-anyhow",
                               "Error: failed to load the model\n\nCaused by:\n    " + msg, {c["path"]}, None))
             if v["derived_debug"] and v["fields"]:
-                dt = layer.variant_debug(v)[1]
+                dt = layer.variant_debug(v, structs)[1]
                 vals = eval_values(dt)
-                # literal fields as the construction writes them
+                # text fields as the construction writes them (a literal, a format!)
                 names = layer.variant_field_names(v)
-                for k, (fname, _) in enumerate(v["fields"]):
-                    expr = c["named"].get(fname if fname else str(k))
-                    if expr and layer.LITERAL_EXPR.match(expr):
-                        vals[names[k]] = json.dumps(rust_frontend.unescape(layer.LITERAL_EXPR.match(expr).group(1), 0))
+                for k, (msg, is_format, args, named) in layer.payloads(v, c).items():
+                    ptmpl = rt.build_template(msg, is_format, args, named)[1]
+                    vals[names[k]] = json.dumps(ptmpl.render(eval_values(ptmpl)))
                 dbg = dt.render(vals)
                 tag = "debug@" + label
                 cases.append((tag, dbg, {c["path"]}, None))
@@ -209,6 +209,10 @@ def main():
 
     if a.limit:
         cases = cases[:a.limit]
+    # explain runs one process per message; two at a time
+    from concurrent.futures import ThreadPoolExecutor
+    with ThreadPoolExecutor(2) as pool:
+        list(pool.map(explain, sorted({c[1] for c in cases} | {c[1] for c in near_cases})))
     results = collections.defaultdict(collections.Counter)
     misses = collections.defaultdict(list)
     for tag, msg, expect, _ in cases:

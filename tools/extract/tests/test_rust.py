@@ -180,12 +180,21 @@ class Variants(unittest.TestCase):
                          Templates.regex_of(None, e))
         self.assertIn("backward is not supported for {op}", t)
 
+    def test_format_payload_of_a_one_field_variant_gives_its_own_text(self):
+        entries, _ = build(["wrappers.rs"])
+        t = by_template(entries)
+        e = t["Metal error kernel {name} failed to compile"]
+        self.assertEqual((e["source"]["path"], e["source"]["symbol"]), ("wrappers.rs", "compile"))
+        # the Debug form Message("..") is read back as the bare text
+        self.assertEqual(t["kernel {name} failed to compile"]["source"]["line"], e["source"]["line"])
+
     def test_construction_with_literal_field_gives_its_own_text(self):
         entries, _ = build(["error.rs"])
         e = by_template(entries)["internal error 'rank zero layout in strided'"]
         self.assertEqual((e["source"]["path"], e["source"]["line"]), ("error.rs", 54))
         self.assertEqual(e["also_at"][0]["symbol"], "Error::Internal")
         self.assertIn("matches 0", e["trigger"])
+        self.assertEqual(by_template(entries)["rank zero layout in strided"]["source"]["line"], 54)
 
 
 class Templates(unittest.TestCase):
