@@ -291,7 +291,7 @@ def specialise(v, c):
     """The Display text of variant `v` as built at construction `c`, with the
     text fields `c` gives (a literal, or the `format!` of a variant whose
     text is that one field) written in; None when it gives none."""
-    given = payloads(v, c)
+    given = payloads(v, c) if v["display"] is not None else None
     if not given:
         return None
     pieces = rt.parse_format(v["display"])
@@ -503,7 +503,7 @@ def build_entries(messages, order, repo, head_commit, curated=None, library="can
     """Entries (dicts ready for YAML) and statistics."""
     curated = curated or {"templates": set(), "pins": set()}
     entries = []
-    stats = {"messages": len(messages), "free_standing": 0, "generic": 0, "curated": 0,
+    stats = {"messages": len(messages), "free_standing": 0, "generic": 0, "curated": 0, "by_form": {},
              "no_example": 0, "gaps": 0, "no_site": 0}
     used_ids = set()
     id_prefix = library + ".gen"
@@ -520,12 +520,15 @@ def build_entries(messages, order, repo, head_commit, curated=None, library="can
             continue
         if not is_free_standing(m.tmpl):
             stats["generic"] += 1
+            stats.setdefault("generic_by_form", {}).setdefault(m.form, 0)
+            stats["generic_by_form"][m.form] += 1
             continue
         ex = example_for(m.tmpl)
         if ex is None:
             stats["no_example"] += 1
             continue
         stats["free_standing"] += 1
+        stats["by_form"][m.form] = stats["by_form"].get(m.form, 0) + 1
         primary = definition if definition else sites[0]
         rest = sites if definition else sites[1:]
         extra = getattr(m, "also_definition", None)
