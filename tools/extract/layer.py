@@ -153,12 +153,7 @@ def variant_field_names(v):
             continue
         base = rt.snake(re.sub(r"[^A-Za-z0-9_].*$", "", ftype.split("::")[-1].strip("&' ")) or "field")
         base = {"d_type": "dtype", "static": "text", "str": "text", "string": "text"}.get(base, base)
-        name = base
-        j = 2
-        while name in names:
-            name = "%s_%d" % (base, j)
-            j += 1
-        names.append(name)
+        names.append(rt.unique(base, names))
     return names
 
 
@@ -208,11 +203,7 @@ def expand_structs(fmt, v, names, kinds, structs, depth=2):
         fields = structs[sname]
         parts = []
         for fname, ft in fields:
-            cap = fname
-            j = 2
-            while cap in kinds:
-                cap = "%s_%d" % (fname, j)
-                j += 1
+            cap = rt.unique(fname, kinds)
             kinds[cap] = {True: rt.field_type(ft, True), False: rt.field_type(ft, False)}
             inner = {"fields": [(cap, ft)]}
             parts.append("%s: %s" % (fname, expand_structs("{%s:?}" % cap, inner, [cap], kinds, structs,
@@ -538,11 +529,7 @@ def build_entries(messages, order, repo, head_commit, curated=None, library="can
         area = crate_of(path).replace("candle-", "") or "core"
         base = "%s.%s.%s%s" % (id_prefix, re.sub(r"[^a-z0-9_-]", "-", area), slug(m.text),
                                "-debug" if m.form == "debug" else "")
-        eid = base
-        k = 2
-        while eid in used_ids:
-            eid = "%s-%d" % (base, k)
-            k += 1
+        eid = rt.unique(base, used_ids, sep="-")
         used_ids.add(eid)
         also = []
         seen = {(primary["path"], primary["line"])}

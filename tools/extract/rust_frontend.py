@@ -556,17 +556,14 @@ def scan(src, path="<src>"):
         if t.kind == "punct":
             if t.text == "{":
                 frame = classify_block(src, toks, header_lo, i, prev_chain)
-                # thiserror enums are read whole, then skipped
-                if is_debug_struct(toks, header_lo, i):
+                # thiserror enums and Debug structs are read whole, then skipped
+                debug_struct = is_debug_struct(toks, header_lo, i)
+                if debug_struct or is_error_enum(toks, header_lo, i):
                     close = match_close(toks, i)
-                    structs.append(parse_struct(src, toks, header_lo, i, close, path))
-                    i = close + 1
-                    header_lo = i
-                    prev_chain = None
-                    continue
-                if is_error_enum(toks, header_lo, i):
-                    close = match_close(toks, i)
-                    variants.extend(parse_enum(src, toks, header_lo, i, close, path))
+                    if debug_struct:
+                        structs.append(parse_struct(src, toks, header_lo, i, close, path))
+                    else:
+                        variants.extend(parse_enum(src, toks, header_lo, i, close, path))
                     i = close + 1
                     header_lo = i
                     prev_chain = None
@@ -702,32 +699,26 @@ def parse_struct(src, toks, lo, brace, close, path):
     return {"name": name, "path": path, "line": toks[brace].line, "fields": fields}
 
 
-def is_error_enum(toks, lo, brace):
-    words = [t.text for t in toks[lo:brace]]
-    if "enum" not in words:
-        return False
-    # #[derive(..., Error, ...)] or #[derive(thiserror::Error)]
+def derives(toks, lo, brace, trait):
+    """Whether a `#[derive(..)]` among toks[lo:brace] names `trait`
+    (`Error` matches `thiserror::Error` too)."""
     j = lo
     while j < brace - 1:
         if toks[j].text == "derive" and toks[j + 1].text == "(":
             close = match_close(toks, j + 1)
-            if any(toks[k].text == "Error" for k in range(j + 2, close)):
+            if any(toks[k].text == trait for k in range(j + 2, close)):
                 return True
             j = close
         j += 1
     return False
+
+
+def is_error_enum(toks, lo, brace):
+    return "enum" in [t.text for t in toks[lo:brace]] and derives(toks, lo, brace, "Error")
 
 
 def derives_debug(toks, lo, brace):
-    j = lo
-    while j < brace - 1:
-        if toks[j].text == "derive" and toks[j + 1].text == "(":
-            close = match_close(toks, j + 1)
-            if any(toks[k].text == "Debug" for k in range(j + 2, close)):
-                return True
-            j = close
-        j += 1
-    return False
+    return derives(toks, lo, brace, "Debug")
 
 
 def parse_enum(src, toks, lo, brace, close, path):

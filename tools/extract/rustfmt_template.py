@@ -96,6 +96,15 @@ def escape_literal(text):
     return text.replace("{", "{{").replace("}", "}}").replace("%", "%%")
 
 
+def unique(base, taken, sep="_"):
+    """`base`, or `base_2`, `base_3`, ... whichever `taken` does not hold."""
+    name, k = base, 2
+    while name in taken:
+        name = "%s%s%d" % (base, sep, k)
+        k += 1
+    return name
+
+
 def snake(name):
     s = re.sub(r"(?<=[a-z0-9])([A-Z])", r"_\1", name).lower()
     s = re.sub(r"[^a-z0-9_]", "_", s).strip("_")
@@ -292,11 +301,7 @@ def build_template(message, is_format, args, named, arg_kinds=None, arg_names=No
         else:
             base = expr_name(args[idx]) if idx < len(args) else None
             base = base or "arg%d" % (idx + 1)
-        name = base
-        k = 2
-        while name in taken:
-            name = "%s_%d" % (base, k)
-            k += 1
+        name = unique(base, taken)
         taken.add(name)
         pos_name[idx] = name
     out_pieces = []
