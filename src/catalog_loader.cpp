@@ -31,10 +31,10 @@ constexpr std::size_t kMaxCatalogBytes = 16u << 20;
 constexpr int kMaxNesting = 64;
 
 constexpr std::array<std::string_view, 4> kFileKeys = {"schema", "library", "defaults", "entries"};
-constexpr std::array<std::string_view, 21> kEntryKeys = {
+constexpr std::array<std::string_view, 22> kEntryKeys = {
     "id",      "template", "pattern",  "captures", "capture_patterns", "source",      "also_at", "library",
     "error_class", "kind", "severity", "cause",    "trigger",          "remediation", "tags",    "examples",
-    "priority", "unless",  "imported", "applies_to", "preflight"};
+    "priority", "unless",  "imported", "applies_to", "preflight", "generated"};
 constexpr std::array<std::string_view, 5> kSourceKeys = {"repo", "path", "line", "commit", "symbol"};
 constexpr std::array<std::string_view, 2> kRemediationKeys = {"text", "fix"};
 constexpr std::array<std::string_view, 7> kFixKeys = {"set", "remove", "action", "safety", "reason", "requires", "conflicts"};
@@ -697,6 +697,8 @@ std::optional<Entry> read_entry(Reader& r, Node map, const std::string& library,
   if (map["applies_to"]) e.applies_to = read_scope(r, map["applies_to"]);
   if (map["preflight"]) e.preflight = read_preflight(r, map["preflight"]);
   if (map["imported"]) e.imported = to_value(map["imported"]).text == "true";
+  // An extractor's entry (tools/extract): its text is not written by hand either.
+  if (map["generated"] && to_value(map["generated"]).text == "true") e.imported = true;
 
   r.set_entry("");
   if (r.problem_count() != before) return std::nullopt;
