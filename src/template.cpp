@@ -568,8 +568,15 @@ CompiledTemplate compile_template(std::string_view tmpl,
     if (seen.insert(p.name).second) {
       out.capture_names.push_back(p.name);
       const auto custom = capture_patterns.find(p.name);
-      out.regex += "(?<" + p.name + ">";
       const bool at_end = k + 1 == pieces.size();
+      // A tempered run that opens the template starts at a line start or
+      // right after its literal: the leftmost match begins at one of those
+      // anyway, and without the anchor a search would try the run again from
+      // every position of a long line (quadratic in the line's length).
+      if (k == 0 && custom == capture_patterns.end() && p.shape != Shape::Integer && !at_end &&
+          !pieces[k + 1].is_placeholder)
+        out.regex += "(?:^|(?<=" + regex_escape(pieces[k + 1].literal) + "))";
+      out.regex += "(?<" + p.name + ">";
       const std::string_view next =
           !at_end && !pieces[k + 1].is_placeholder ? std::string_view(pieces[k + 1].literal) : std::string_view();
       out.regex += custom != capture_patterns.end() ? custom->second : default_pattern(p, at_end, next);

@@ -52,6 +52,28 @@ TEST(MatchBudget, WhenItRunsOutMatchingStopsAndTheBestHitSoFarStands) {
   EXPECT_EQ(r.steps, 40'000u);
 }
 
+// A template that opens with a placeholder ("{op}: dimension index {dim}
+// ..."), on a long line that repeats its first literal but never completes:
+// unanchored, the run was tried again from every position of the line, and
+// Boost ran out of stack space at 4 KiB. Starting only at the line start or
+// right after the literal, it stays linear: no entry gives up.
+TEST(MatchBudget, ATemplateOpeningWithAPlaceholderDoesNotRetryEveryPositionOfALongLine) {
+  const CatalogPtr cat =
+      catalog_from(file_yaml(entry_yaml("lib.dim", "{op}: dimension index {dim} out of range for shape {shape}",
+                                        "    capture_patterns: {dim: '-?[0-9]+', shape: '\\[[0-9, ]*\\]'}\n")));
+  std::string line;
+  while (line.size() < 64 * 1024) line += "narrow: dimension index 1 out of range for shape 1[1";
+  MatchOptions options;
+  options.max_steps = 4'000'000;
+  const MatchResult r = cat->match(line, {}, options);
+  EXPECT_FALSE(r.diagnosis);
+  EXPECT_TRUE(r.problems.empty()) << ::testing::PrintToString(r.problems);
+  EXPECT_LT(r.steps, 20 * line.size()) << "work linear in the line";
+  const MatchResult hit = cat->match("narrow: dimension index 3 out of range for shape [2, 4]");
+  ASSERT_TRUE(hit.diagnosis);
+  EXPECT_EQ(hit.diagnosis->id(), "lib.dim");
+}
+
 TEST(MatchBudget, IsDeterministic) {
   std::string entries = entry_yaml("lib.good", "alpha failed");
   for (const char* id : {"lib.r1", "lib.r2"}) entries += runaway(id);

@@ -187,7 +187,7 @@ TEST(Template, AnonymousDefaultNamesAreArgN) {
 
 TEST(Template, MiddlePlaceholderEndsAtTheNextLiteralAndStaysOnOneLine) {
   const auto ct = compile_template("{a} and {b} end");
-  EXPECT_EQ(ct.regex, "(?<a>(?:(?! and )[^\\n])++) and (?<b>(?:(?! end)[^\\n])++) end");
+  EXPECT_EQ(ct.regex, "(?:^|(?<= and ))(?<a>(?:(?! and )[^\\n])++) and (?<b>(?:(?! end)[^\\n])++) end");
   const auto c = search(ct, "x and y and z end");
   ASSERT_TRUE(c);
   EXPECT_EQ(*c, (Captures{{"a", "x"}, {"b", "y and z"}}));
@@ -276,7 +276,7 @@ TEST(Template, PositionalIndexSharesItsArgument) {
   // {0} is argument 0, the one the first {} shows: same capture, same text.
   const auto ct = compile_template("{} vs {0} vs {}", {"a", "b"});
   EXPECT_EQ(ct.capture_names, (Names{"a", "b"}));
-  EXPECT_EQ(ct.regex, "(?<a>(?:(?! vs )[^\\n])++) vs \\k<a> vs (?<b>[^\\n]+)");
+  EXPECT_EQ(ct.regex, "(?:^|(?<= vs ))(?<a>(?:(?! vs )[^\\n])++) vs \\k<a> vs (?<b>[^\\n]+)");
   EXPECT_TRUE(search(ct, "x vs x vs y"));
   EXPECT_FALSE(search(ct, "x vs z vs y"));
 }
@@ -316,11 +316,12 @@ TEST(Template, CapturePatternsOverrideTheDefault) {
 
 TEST(Template, PlaceholderNeverHoldsTheLiteralAfterIt) {
   // The run before ": " ends at the first ": " after its start; a lazy run
-  // grew past it to "k: v" once the integer failed to match there. The
-  // leftmost match now starts after the first ": ".
+  // grew past it to "k: v" once the integer failed to match there. A run
+  // that opens the template starts at a line start or right after its
+  // literal, so the match now starts after the first ": ".
   const auto c = search("%s: %d items", "k: v: 3 items", {"key", "count"});
   ASSERT_TRUE(c);
-  EXPECT_EQ(*c, (Captures{{"key", " v"}, {"count", "3"}}));
+  EXPECT_EQ(*c, (Captures{{"key", "v"}, {"count", "3"}}));
 }
 
 TEST(Template, PlaceholderBeforeAnotherPlaceholderStaysLazy) {
