@@ -429,6 +429,10 @@ errshim_status errshim_fix_config(const errshim_catalog* catalog, const char* me
       *out = r.release();
       return ERRSHIM_NO_MATCH;
     }
+    // As remediate() does: when text elsewhere in the message (a quoted or
+    // echoed error) won the match, the root-cause message alone is fixed.
+    if (auto root = errshim::root_cause_diagnosis(*catalog_of(catalog), *r->diagnosis.diagnosis, ctx))
+      r->diagnosis.diagnosis = std::move(root);
     const errshim::Diagnosis& d = *r->diagnosis.diagnosis;
     errshim::ConfigTree scratch = tree;
     errshim::FixChoice choice = errshim::choose_fix(d, scratch, policy);

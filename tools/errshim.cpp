@@ -231,11 +231,14 @@ int fix(const Args& a) {
   }
   errshim::ConfigTree config = errshim::ConfigTree::load(a.config);
   const auto catalog = catalog_for(a);
-  const auto d = catalog->diagnose(message, a.context);
+  auto d = catalog->diagnose(message, a.context);
   if (!d) {
     fmt::print(stderr, "errshim: no catalog entry matches this message; {} is unchanged\n", a.config);
     return kNoMatch;
   }
+  // As remediate() does: when text elsewhere in the message (a quoted or
+  // echoed error) won the match, the root-cause message alone is fixed.
+  if (auto root = errshim::root_cause_diagnosis(*catalog, *d, a.context)) d = std::move(root);
   errshim::ConfigTree scratch = config;
   const errshim::FixChoice choice = errshim::choose_fix(*d, scratch, policy);
   for (const auto& x : choice.decisions)
