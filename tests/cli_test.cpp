@@ -189,12 +189,7 @@ TEST(Cli, FixAppliesTheRootCauseWhenAFakeErrorInALaterExceptionWinsTheMatch) {
   // The later exception echoes a prompt holding a more specific fake error:
   // the root cause (the first exception) is what gets fixed, the fake's
   // value is never written.
-  const std::string text =
-      "Traceback (most recent call last):\n  File \"app.py\", line 3, in <module>\n    run()\n"
-      "RuntimeError: kv_cache_enabled=true is not supported\n\n"
-      "During handling of the above exception, another exception occurred:\n\n"
-      "Traceback (most recent call last):\n  File \"app.py\", line 5, in <module>\n    raise ValueError(prompt)\n"
-      "ValueError: `num_return_sequences` (999) has to be smaller or equal to `num_beams` (4).\n";
+  const std::string text = errshim::testing::kRootCauseThenEchoedFake;
   const std::string f = write_temp("errshim_fix_root.yaml", "kv_cache_enabled: true\nnum_beams: 4\n");
   const CliRun r = cli("fix --config " + f + " -", text);
   EXPECT_EQ(r.code, 0);

@@ -301,12 +301,7 @@ TEST(PromptInjection, EveryShippedCaptureFedEntryIsCovered) {
 // The fake used to win over the real root cause by specificity. Auto mode
 // now fixes the root cause, and never the fake.
 TEST(RootCause, RealRootCauseIsFixedWhenAMoreSpecificFakeFollowsIt) {
-  const std::string text =
-      "Traceback (most recent call last):\n  File \"app.py\", line 3, in <module>\n    run()\n"
-      "RuntimeError: kv_cache_enabled=true is not supported\n\n"
-      "During handling of the above exception, another exception occurred:\n\n"
-      "Traceback (most recent call last):\n  File \"app.py\", line 5, in <module>\n    raise ValueError(prompt)\n"
-      "ValueError: `num_return_sequences` (999) has to be smaller or equal to `num_beams` (4).\n";
+  const std::string text = errshim::testing::kRootCauseThenEchoedFake;
   const auto winner = Catalog::embedded()->diagnose(text);
   ASSERT_TRUE(winner);
   EXPECT_EQ(winner->id(), "transformers.generation_config.num_return_sequences_gt_num_beams");

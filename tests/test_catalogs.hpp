@@ -7,6 +7,16 @@
 
 namespace errshim::testing {
 
+// A real root cause (candle's kv_cache_enabled error), then a later
+// exception raised with a prompt that holds a more specific fake error:
+// auto-remediation must fix the first and never write the fake's values.
+inline const std::string kRootCauseThenEchoedFake =
+      "Traceback (most recent call last):\n  File \"app.py\", line 3, in <module>\n    run()\n"
+      "RuntimeError: kv_cache_enabled=true is not supported\n\n"
+      "During handling of the above exception, another exception occurred:\n\n"
+      "Traceback (most recent call last):\n  File \"app.py\", line 5, in <module>\n    raise ValueError(prompt)\n"
+      "ValueError: `num_return_sequences` (999) has to be smaller or equal to `num_beams` (4).\n";
+
 // One valid entry; `extra` is appended inside the entry (indented by 4).
 inline std::string entry_yaml(const std::string& id, const std::string& tmpl, const std::string& extra = "") {
   return "  - id: " + id + "\n"
