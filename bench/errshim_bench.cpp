@@ -150,12 +150,48 @@ double clock_overhead_ns() {
 }
 
 #if defined(ERRSHIM_BENCH_HYPERSCAN) || defined(ERRSHIM_BENCH_RE2)
+// The ')' closing a look-around ("(?!" or "(?<=") whose body, an escaped
+// literal, starts at `body`; npos if there is none.
+std::size_t look_around_end(const std::string& re, std::size_t body) {
+  for (std::size_t j = body; j < re.size(); ++j) {
+    if (re[j] == '\\') {
+      ++j;
+    } else if (re[j] == ')') {
+      return j;
+    }
+  }
+  return std::string::npos;
+}
+
 // Boost perl syntax as the catalog writes it -> what Hyperscan / RE2 read.
 // Captures are Boost's job here, so groups become non-capturing; a
-// backreference becomes "any text on the line", a superset Boost then checks.
+// backreference becomes "any text on the line", and the template
+// compiler's bounded runs (a tempered possessive run, the start anchor of
+// a leading one) plain runs: supersets Boost then checks. Neither engine
+// reads look-arounds or possessive quantifiers.
 std::string for_comparator(const std::string& re) {
   std::string out;
   for (std::size_t i = 0; i < re.size(); ++i) {
+    if (re.compare(i, 6, "(?:(?!") == 0) {  // (?:(?!LIT)[^\n])++ -> [^\n]+
+      const std::size_t close = look_around_end(re, i + 6);
+      for (const char* one : {"[^\\n])++", "[\\s\\S])++"}) {
+        const std::string tail(one);
+        if (close != std::string::npos && re.compare(close + 1, tail.size(), tail) == 0) {
+          out += tail.substr(0, tail.size() - 3) + "+";
+          i = close + tail.size();
+          break;
+        }
+      }
+      if (i < close) out += re[i];  // not a tempered run: copied as it is
+      continue;
+    }
+    if (re.compare(i, 9, "(?:^|(?<=") == 0) {  // a leading run's anchor: dropped
+      const std::size_t close = look_around_end(re, i + 9);
+      if (close != std::string::npos && close + 1 < re.size() && re[close + 1] == ')') {
+        i = close + 1;
+        continue;
+      }
+    }
     if (re.compare(i, 3, "(?<") == 0 && i + 3 < re.size() && re[i + 3] != '=' && re[i + 3] != '!') {
       out += "(?:";
       i = re.find('>', i);
