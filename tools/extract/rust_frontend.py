@@ -684,16 +684,22 @@ def is_debug_struct(toks, lo, brace):
     return "struct" in words and "enum" not in words and derives_debug(toks, lo, brace)
 
 
+def skip_field_prefix(toks, fa, fb):
+    """The first token of a field after its attributes and its visibility (`pub`, `pub(crate)`)."""
+    fa = skip_attributes(toks, fa, fb)
+    if fa < fb and toks[fa].text == "pub":
+        fa += 1
+        if fa < fb and toks[fa].text == "(":
+            fa = match_close(toks, fa) + 1
+    return fa
+
+
 def parse_struct(src, toks, lo, brace, close, path):
     words = [t.text for t in toks[lo:brace]]
     name = words[words.index("struct") + 1]
     fields = []
     for fa, fb in split_args_generic(toks, brace + 1, close):
-        fa = skip_attributes(toks, fa, fb)
-        if fa < fb and toks[fa].text == "pub":
-            fa += 1
-            if fa < fb and toks[fa].text == "(":
-                fa = match_close(toks, fa) + 1
+        fa = skip_field_prefix(toks, fa, fb)
         if fb - fa >= 3 and toks[fa + 1].text == ":":
             fields.append([toks[fa].text, text_of(src, toks, fa + 2, fb)])
     return {"name": name, "path": path, "line": toks[brace].line, "fields": fields}
@@ -753,11 +759,7 @@ def parse_enum(src, toks, lo, brace, close, path):
             tuple_like = toks[j + 1].text == "("
             fclose = match_close(toks, j + 1)
             for fa, fb in split_args_generic(toks, j + 2, fclose):
-                fa = skip_attributes(toks, fa, fb)
-                if fa < fb and toks[fa].text == "pub":
-                    fa += 1
-                    if fa < fb and toks[fa].text == "(":
-                        fa = match_close(toks, fa) + 1
+                fa = skip_field_prefix(toks, fa, fb)
                 if tuple_like:
                     fields.append((None, text_of(src, toks, fa, fb)))
                 elif fb - fa >= 3 and toks[fa + 1].text == ":":
