@@ -35,7 +35,7 @@ configure() {  # configure DIR ARGS...: with ccache when the machine has it
 
 # --with-python: the wheel, venv, torch and Prometheus tests of the Python
 # package; --with-ci: ccache, so builds 1-3 share the objects they have in common.
-scripts/setup.sh --with-torch --with-python --with-fuzz --with-ci
+scripts/setup.sh --with-torch --with-python --with-fuzz --with-server --with-ci
 
 if step 1; then
   banner "1/5: fresh-machine configuration (RelWithDebInfo, no comparators)"
