@@ -1,6 +1,7 @@
 #include "errshim/context.hpp"
 
-#include <cctype>
+#include "text.hpp"
+
 #include <stdexcept>
 #include <vector>
 
@@ -9,11 +10,7 @@
 namespace errshim {
 
 namespace {
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
-  return s;
-}
+using detail::trim;
 
 std::vector<std::string_view> split(std::string_view s, char sep) {
   std::vector<std::string_view> out;

@@ -12,6 +12,7 @@
 #include <boost/regex.hpp>
 #include <fmt/format.h>
 
+#include "errshim/raise_site.hpp"
 #include "literal_extract.hpp"
 #include "template.hpp"
 
@@ -445,8 +446,9 @@ void Matcher::collect(std::string_view text, std::vector<Candidate>& out) const 
 // One call: the best hit so far (winner rule) and the problems seen.
 class Matcher::Run {
  public:
-  Run(const Matcher& m, const Context& context, MatchResult& result, std::size_t max_steps)
-      : m_(m), context_(context), result_(result), max_steps_(max_steps), left_(max_steps) {}
+  Run(const Matcher& m, std::string_view message, const Context& context, MatchResult& result,
+      std::size_t max_steps)
+      : m_(m), message_(message), context_(context), result_(result), max_steps_(max_steps), left_(max_steps) {}
 
   bool exhausted() const { return exhausted_; }
 
@@ -468,7 +470,7 @@ class Matcher::Run {
     h.segment = segment;
     h.position = static_cast<std::size_t>((*h.m)[0].first - text.data());
     h.fit = fit;
-    if (!best_ || key(h) < key(*best_)) {
+    if (!best_ || better(h, *best_)) {
       spare_ = best_ ? best_->m : spare_ == &results_[0] ? &results_[1] : &results_[0];
       best_ = h;
     }
@@ -604,13 +606,31 @@ class Matcher::Run {
     return {-static_cast<long long>(m_.entries_[index]->priority),
             -static_cast<long long>(m_.slots_[index].specificity)};
   }
-  // The whole rule: then scope fit (best first), segment (root cause
-  // first), position, id.
-  using Key = std::tuple<long long, long long, int, std::size_t, std::size_t, std::string_view>;
-  Key key(const Hit& h) const {
-    const auto [priority, specificity] = rank(h.entry);
-    return std::make_tuple(priority, specificity, -static_cast<int>(h.fit), h.segment, h.position,
-                           std::string_view(m_.entries_[h.entry]->id));
+  // The whole rule: priority, specificity, then how well the entry's pins
+  // fit where the message says it was raised (read only for such a tie),
+  // then scope fit (best first), segment (root cause first), position, id.
+  bool better(const Hit& a, const Hit& b) {
+    const auto ra = rank(a.entry), rb = rank(b.entry);
+    if (ra != rb) return ra < rb;
+    if (a.entry != b.entry) {
+      const SiteFit sa = site_fit_of(a.entry), sb = site_fit_of(b.entry);
+      if (sa != sb) return sa > sb;
+    }
+    return std::make_tuple(-static_cast<int>(a.fit), a.segment, a.position, std::string_view(m_.entries_[a.entry]->id)) <
+           std::make_tuple(-static_cast<int>(b.fit), b.segment, b.position, std::string_view(m_.entries_[b.entry]->id));
+  }
+
+  SiteFit site_fit_of(std::size_t index) {
+    if (!stated_) stated_ = stated_sites(message_);
+    SiteFit best = SiteFit::none;
+    if (stated_->empty()) return best;
+    const Entry& e = *m_.entries_[index];
+    auto consider = [&](const SourcePin& pin) {
+      for (const StatedSite& s : *stated_) best = std::max(best, site_fit(pin, s));
+    };
+    consider(e.source);
+    for (const SourcePin& pin : e.also_at) consider(pin);
+    return best;
   }
 
   bool exhaust(const Entry& e) {
@@ -631,6 +651,8 @@ class Matcher::Run {
   }
 
   const Matcher& m_;
+  const std::string_view message_;
+  std::optional<std::vector<StatedSite>> stated_;  // read on the first tie that needs it
   const Context& context_;
   MatchResult& result_;
   const std::size_t max_steps_;
@@ -671,7 +693,7 @@ MatchResult framed(std::string_view message, Body&& body) noexcept {
 
 MatchResult Matcher::match(std::string_view message, const Context& context, const MatchOptions& options) const noexcept {
   return framed(message, [&](Normalized& norm, MatchResult& result) {
-    Run run(*this, context, result, options.max_steps);
+    Run run(*this, message, context, result, options.max_steps);
     // Reused by each thread's calls: no allocation per message.
     thread_local std::vector<Candidate> candidates;
     for (std::size_t s = 0; s < norm.segments.size() && !run.exhausted(); ++s) {
@@ -692,7 +714,7 @@ MatchResult Matcher::match(std::string_view message, const Context& context, con
 
 MatchResult Matcher::match_naive(std::string_view message, const Context& context) const noexcept {
   return framed(message, [&](Normalized& norm, MatchResult& result) {
-    Run run(*this, context, result, kReferenceSteps);
+    Run run(*this, message, context, result, kReferenceSteps);
     for (std::size_t s = 0; s < norm.segments.size(); ++s)
       for (std::size_t i = 0; i < entries_.size(); ++i) run.consider(i, s, norm.segments[s].text, nullptr, 0, false);
     run.finish(message, norm);
@@ -702,7 +724,7 @@ MatchResult Matcher::match_naive(std::string_view message, const Context& contex
 MatchResult Matcher::match_prefiltered(std::string_view message, const Context& context,
                                        const Prefilter& prefilter) const noexcept {
   return framed(message, [&](Normalized& norm, MatchResult& result) {
-    Run run(*this, context, result, kReferenceSteps);
+    Run run(*this, message, context, result, kReferenceSteps);
     std::vector<std::uint32_t> ids;
     for (std::size_t s = 0; s < norm.segments.size(); ++s) {
       const std::string_view text = norm.segments[s].text;
@@ -722,7 +744,7 @@ bool Matcher::claims(std::size_t index, std::string_view message) const noexcept
     const Normalized norm = normalize(message);
     MatchResult ignored;
     const Context none;
-    Run run(*this, none, ignored, MatchOptions{}.max_steps);
+    Run run(*this, message, none, ignored, MatchOptions{}.max_steps);
     for (const Segment& seg : norm.segments) {
       boost::cmatch m;
       if (run.search(index, seg.text, 0, seg.text.size(), m)) return true;

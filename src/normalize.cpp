@@ -6,6 +6,7 @@
 
 #include "errshim/normalize.hpp"
 #include "chars.hpp"
+#include "text.hpp"
 #include "utf8.hpp"
 
 #include <algorithm>
@@ -38,17 +39,15 @@ using detail::is_digit;
 using detail::is_ident;
 using detail::is_lower;
 using detail::is_upper;
-bool is_space(char c) { return is_blank(c) || c == '\r' || c == '\n' || c == '\v' || c == '\f'; }
+using detail::ends_with;
+using detail::is_space;
+using detail::ltrim;
+using detail::rtrim;
+using detail::starts_with;
+using detail::trim;
 bool is_continuation(char c) { return (static_cast<unsigned char>(c) & 0xC0u) == 0x80u; }
 char to_lower(char c) { return is_upper(c) ? static_cast<char>(c - 'A' + 'a') : c; }
 
-// The first byte decides most tests on a line; only then is memcmp called.
-bool starts_with(sv s, sv p) {
-  return s.size() >= p.size() && (p.empty() || s[0] == p[0]) && s.compare(0, p.size(), p) == 0;
-}
-bool ends_with(sv s, sv p) {
-  return s.size() >= p.size() && s.compare(s.size() - p.size(), p.size(), p) == 0;
-}
 bool iequals(sv a, sv b) {
   if (a.size() != b.size()) return false;
   for (std::size_t i = 0; i < a.size(); ++i)
@@ -63,21 +62,6 @@ bool contains(sv s, char c) {
   return false;
 }
 
-sv ltrim(sv s) {
-  std::size_t i = 0;
-  while (i < s.size() && is_blank(s[i])) ++i;
-  return s.substr(i);
-}
-sv rtrim(sv s) {
-  std::size_t n = s.size();
-  while (n > 0 && is_space(s[n - 1])) --n;
-  return s.substr(0, n);
-}
-sv trim(sv s) {
-  std::size_t i = 0;
-  while (i < s.size() && is_space(s[i])) ++i;
-  return rtrim(s.substr(i));
-}
 std::size_t leading_blanks(sv s) { return s.size() - ltrim(s).size(); }
 bool indented(sv s) { return !s.empty() && is_blank(s[0]); }
 
