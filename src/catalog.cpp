@@ -17,6 +17,7 @@
 
 #include "catalog_loader.hpp"
 #include "embedded_catalog.hpp"
+#include "generated_layers.hpp"
 #include "matcher.hpp"
 #include "pattern_risk.hpp"
 #include "problem.hpp"
@@ -131,6 +132,11 @@ CatalogBuilder& CatalogBuilder::add_path(const std::filesystem::path& path) {
 
 CatalogBuilder& CatalogBuilder::add_yaml(std::string text, std::string name) {
   sources_.push_back({Source::Kind::text, {}, std::move(text), std::move(name)});
+  return *this;
+}
+
+CatalogBuilder& CatalogBuilder::add_generated(std::string library) {
+  sources_.push_back({Source::Kind::generated, {}, {}, std::move(library)});
   return *this;
 }
 
@@ -462,6 +468,43 @@ CatalogPtr CatalogBuilder::build() const {
           take(detail::read_snapshot(embedded.snapshot, "<embedded catalog snapshot>", problems));
         else
           for (const auto& [name, text] : embedded.files) layer.files.push_back({std::string(name), {}, text});
+        break;
+      }
+      case Source::Kind::generated: {
+        std::optional<std::filesystem::path> yaml;
+        const std::optional<std::filesystem::path> found = detail::find_generated_layer(src.name, &yaml);
+        if (!found) {
+          std::string searched;
+          for (const std::filesystem::path& d : detail::generated_layer_dirs())
+            searched += (searched.empty() ? "" : ", ") + d.string();
+          problems.push_back(detail::file_problem(
+              "<generated:" + src.name + ">",
+              fmt::format("no generated layer '{}' in {}: install errshim's data files (share/errshim/generated), "
+                          "or set ERRSHIM_GENERATED_DIR to a folder holding {}.snapshot or {}.yaml",
+                          src.name, searched.empty() ? "any folder (none configured)" : searched, src.name,
+                          src.name)));
+          break;
+        }
+        layer.from_path = true;
+        if (is_snapshot(*found)) {
+          std::string bytes;
+          std::vector<Problem> snap_problems;
+          if (read_file(*found, bytes)) take(detail::read_snapshot(bytes, found->string(), snap_problems));
+          else snap_problems.push_back(detail::file_problem(found->string(), "cannot read the snapshot file"));
+          // A snapshot another errshim version wrote: its YAML, when beside it, stands in.
+          if (!snap_problems.empty() && yaml) {
+            warnings.push_back(detail::file_problem(
+                found->string(), fmt::format("not used ({}); parsing {} instead", snap_problems.front().message,
+                                             yaml->string())));
+            layer = Layer{};
+            layer.from_path = true;
+            layer.files = layer_files(*yaml, problems);
+          } else {
+            problems.insert(problems.end(), snap_problems.begin(), snap_problems.end());
+          }
+        } else {
+          layer.files = layer_files(*found, problems);
+        }
         break;
       }
       case Source::Kind::path:

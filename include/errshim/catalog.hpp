@@ -230,6 +230,9 @@ class Catalog {
 // earlier one by id (that is how a user overrides the embedded catalog).
 class CatalogBuilder {
  public:
+  // The generated layers add_generated() can find, by library name, sorted.
+  static std::vector<std::string> generated_layers();
+
   CatalogBuilder& add_embedded();
   // A .yaml/.yml file, a folder whose *.yaml/*.yml files (sorted, not
   // recursive) form one layer, or a .snapshot file (see add_snapshot).
@@ -239,6 +242,14 @@ class CatalogBuilder {
   // checked when that catalog was built and are not checked again; a damaged
   // snapshot, or one from another errshim version, is a problem named `name`.
   CatalogBuilder& add_snapshot(std::string bytes, std::string name = "<snapshot>");
+  // The layer generated from `library`'s sources ("candle"), as installed
+  // with errshim (share/errshim/generated: a snapshot made at build time,
+  // else its YAML), or from the folder named by the environment variable
+  // ERRSHIM_GENERATED_DIR when set. Not embedded: a generated layer holds
+  // every raise site of every release and costs load time and memory a
+  // host may not want (README, "Generated layers"). A layer that is not
+  // there is a build() problem naming the folders searched.
+  CatalogBuilder& add_generated(std::string library);
 
   // Keeps a snapshot of each YAML layer (add_path, add_yaml) in folder
   // `dir`, named by a hash of the layer's file names and bytes and of the
@@ -263,7 +274,7 @@ class CatalogBuilder {
 
  private:
   struct Source {
-    enum class Kind { embedded, path, text, snapshot } kind;
+    enum class Kind { embedded, path, text, snapshot, generated } kind;
     std::filesystem::path path;
     std::string text;
     std::string name;

@@ -1,0 +1,139 @@
+// CatalogBuilder::add_generated: finding a generated layer by library name,
+// its snapshot before its YAML, and a clear problem when it is not there.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <optional>
+#include <string>
+
+#include <errshim/catalog.hpp>
+
+#include "test_catalogs.hpp"
+
+namespace errshim {
+namespace {
+
+namespace fs = std::filesystem;
+
+// Points ERRSHIM_GENERATED_DIR at `dir` for the test's lifetime.
+class ScopedGeneratedDir {
+ public:
+  explicit ScopedGeneratedDir(const fs::path& dir) {
+    if (const char* old = std::getenv("ERRSHIM_GENERATED_DIR")) old_ = old;
+    ::setenv("ERRSHIM_GENERATED_DIR", dir.c_str(), 1);
+  }
+  ~ScopedGeneratedDir() {
+    if (old_) ::setenv("ERRSHIM_GENERATED_DIR", old_->c_str(), 1);
+    else ::unsetenv("ERRSHIM_GENERATED_DIR");
+  }
+
+ private:
+  std::optional<std::string> old_;
+};
+
+class GeneratedLayers : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() /
+           ("errshim-generated-" + std::to_string(::getpid()) + "-" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  void write(const std::string& name, const std::string& bytes) {
+    std::ofstream(dir_ / name, std::ios::binary) << bytes;
+  }
+  static std::string layer(const std::string& id, const std::string& tmpl) {
+    return testing::file_yaml(testing::entry_yaml(id, tmpl));
+  }
+
+  fs::path dir_;
+};
+
+TEST_F(GeneratedLayers, LoadsTheLayerNamedByLibrary) {
+  write("mylib.yaml", layer("mylib.gen.full", "the cache of {n} entries is full"));
+  ScopedGeneratedDir env(dir_);
+  const CatalogPtr c = CatalogBuilder().add_embedded().add_generated("mylib").build();
+  ASSERT_NE(c->find("mylib.gen.full"), nullptr);
+  const auto d = c->diagnose("the cache of 9 entries is full");
+  ASSERT_TRUE(d);
+  EXPECT_EQ(d->id(), "mylib.gen.full");
+  EXPECT_EQ(CatalogBuilder::generated_layers(), std::vector<std::string>{"mylib"});
+}
+
+TEST_F(GeneratedLayers, PrefersTheSnapshotToTheYaml) {
+  write("mylib.snapshot",
+        testing::catalog_from(layer("mylib.from_snapshot", "snapshot text {x} here"))->snapshot());
+  write("mylib.yaml", layer("mylib.from_yaml", "yaml text {x} here"));
+  ScopedGeneratedDir env(dir_);
+  const CatalogPtr c = CatalogBuilder().add_generated("mylib").build();
+  EXPECT_NE(c->find("mylib.from_snapshot"), nullptr);
+  EXPECT_EQ(c->find("mylib.from_yaml"), nullptr);
+  EXPECT_TRUE(c->warnings().empty());
+}
+
+TEST_F(GeneratedLayers, ADamagedSnapshotFallsBackToItsYamlWithAWarning) {
+  write("mylib.snapshot", "not a snapshot at all");
+  write("mylib.yaml", layer("mylib.from_yaml", "yaml text {x} here"));
+  ScopedGeneratedDir env(dir_);
+  const CatalogPtr c = CatalogBuilder().add_generated("mylib").build();
+  EXPECT_NE(c->find("mylib.from_yaml"), nullptr);
+  ASSERT_EQ(c->warnings().size(), 1u);
+  EXPECT_NE(c->warnings()[0].to_string().find("mylib.snapshot"), std::string::npos);
+  EXPECT_NE(c->warnings()[0].to_string().find("parsing"), std::string::npos);
+}
+
+TEST_F(GeneratedLayers, ADamagedSnapshotAloneIsAProblem) {
+  write("mylib.snapshot", "not a snapshot at all");
+  ScopedGeneratedDir env(dir_);
+  EXPECT_THROW(CatalogBuilder().add_generated("mylib").build(), catalog_error);
+}
+
+TEST_F(GeneratedLayers, AMissingLayerNamesTheFolderAndTheVariable) {
+  ScopedGeneratedDir env(dir_);
+  try {
+    CatalogBuilder().add_embedded().add_generated("nosuchlib").build();
+    FAIL() << "built without the layer";
+  } catch (const catalog_error& e) {
+    ASSERT_EQ(e.problems().size(), 1u);
+    const std::string text = e.problems()[0].to_string();
+    EXPECT_NE(text.find("'nosuchlib'"), std::string::npos) << text;
+    EXPECT_NE(text.find(dir_.string()), std::string::npos) << text;
+    EXPECT_NE(text.find("ERRSHIM_GENERATED_DIR"), std::string::npos) << text;
+  }
+}
+
+TEST_F(GeneratedLayers, ANameThatIsAPathIsNotLookedUp) {
+  fs::create_directories(dir_ / "sub");
+  write("sub/evil.yaml", layer("evil.entry", "evil text {x} here"));
+  ScopedGeneratedDir env(dir_);
+  for (const char* name : {"sub/evil", "../sub/evil", "", "Candle"})
+    EXPECT_THROW(CatalogBuilder().add_generated(name).build(), catalog_error) << name;
+}
+
+#ifdef ERRSHIM_GENERATED_LAYER_DIR
+// The candle layer this build snapshotted: on top of the embedded catalog a
+// generated entry explains what no curated one does, and a curated entry
+// still wins its own message.
+TEST(GeneratedCandleLayer, AddsGeneratedEntriesUnderTheCuratedOnes) {
+  ScopedGeneratedDir env(ERRSHIM_GENERATED_LAYER_DIR);
+  const CatalogPtr plain = CatalogBuilder().add_embedded().build();
+  const CatalogPtr with = CatalogBuilder().add_embedded().add_generated("candle").build();
+  EXPECT_GT(with->size(), plain->size() + 500);
+  const std::string generated_only = "Metal contiguous elu F16 not implemented";
+  EXPECT_FALSE(plain->diagnose(generated_only));
+  const auto d = with->diagnose(generated_only);
+  ASSERT_TRUE(d);
+  EXPECT_EQ(d->id(), "candle.gen.core.metal-contiguous-elu-not-implemented");
+  const auto curated = with->diagnose("kv_cache_enabled=true is not supported");
+  ASSERT_TRUE(curated);
+  EXPECT_EQ(curated->id(), "candle.metavoice.kv_cache_enabled");
+}
+#endif
+
+}  // namespace
+}  // namespace errshim
