@@ -485,7 +485,7 @@ CatalogPtr CatalogBuilder::build() const {
                           src.name)));
           break;
         }
-        layer.from_path = true;
+        layer.from_path = detail::generated_dir_from_environment();
         if (is_snapshot(*found)) {
           std::string bytes;
           std::vector<Problem> snap_problems;
@@ -497,7 +497,7 @@ CatalogPtr CatalogBuilder::build() const {
                 found->string(), fmt::format("not used ({}); parsing {} instead", snap_problems.front().message,
                                              yaml->string())));
             layer = Layer{};
-            layer.from_path = true;
+            layer.from_path = detail::generated_dir_from_environment();
             layer.files = layer_files(*yaml, problems);
           } else {
             problems.insert(problems.end(), snap_problems.begin(), snap_problems.end());

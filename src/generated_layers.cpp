@@ -28,9 +28,14 @@ bool regular(const std::filesystem::path& p) {
 
 }  // namespace
 
+bool generated_dir_from_environment() {
+  const char* env = std::getenv("ERRSHIM_GENERATED_DIR");
+  return env && *env;
+}
+
 std::vector<std::filesystem::path> generated_layer_dirs() {
-  // Read once per call, never cached: a host may set it before building.
-  if (const char* env = std::getenv("ERRSHIM_GENERATED_DIR"); env && *env) return {std::filesystem::path(env)};
+  // Read on each call, never cached: a host may set it before building.
+  if (generated_dir_from_environment()) return {std::filesystem::path(std::getenv("ERRSHIM_GENERATED_DIR"))};
   const std::string_view installed = ERRSHIM_GENERATED_INSTALL_DIR;
   if (installed.empty()) return {};
   return {std::filesystem::path(std::string(installed))};

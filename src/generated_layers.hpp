@@ -13,6 +13,11 @@ namespace errshim::detail {
 // install folder this library was built for.
 std::vector<std::filesystem::path> generated_layer_dirs();
 
+// Whether the environment chose the folder: then its files get the checks
+// of any file a caller names (a planted pattern's backtracking risk); the
+// install folder is trusted like the library itself.
+bool generated_dir_from_environment();
+
 // `library`'s layer in the first folder that holds one: its snapshot when
 // present, else its YAML (`yaml` gets the YAML's path when both exist, for a
 // snapshot another errshim version wrote). Empty when none has it, or when

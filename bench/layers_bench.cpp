@@ -1,0 +1,182 @@
+// errshim_layers_bench: what a generated layer costs on top of the embedded
+// catalog, each figure beside its baseline (the embedded catalog alone) in
+// the same run:
+//
+//   layers/match/<catalog>/<short-hit|short-miss|generated-hit|20k-hit|20k-generated-hit>
+//   layers/build/<catalog>              CatalogBuilder::build() (snapshots)
+//   layers/first_diagnosis/<catalog>    a new process: start, build, one diagnosis, exit
+//   layers/rss/<catalog>                resident memory the build adds, then with every regex compiled
+//
+// <catalog> is "embedded" or "embedded+candle". The layer is read from
+// ERRSHIM_GENERATED_DIR, else from this build's generated/layers.
+#include <benchmark/benchmark.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include <spawn.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <errshim/catalog.hpp>
+
+extern char** environ;
+
+namespace {
+
+bool with_layer(const std::string& catalog) { return catalog != "embedded"; }
+
+errshim::CatalogPtr build(const std::string& catalog) {
+  errshim::CatalogBuilder b;
+  b.add_embedded();
+  if (with_layer(catalog)) b.add_generated("candle");
+  return b.build();
+}
+
+// A candle error behind an anyhow chain and a 20 KB Rust backtrace.
+std::string twenty_kb(const std::string& error) {
+  std::string s = "Error: failed to run the model\n\nCaused by:\n    " + error + "\n\nStack backtrace:\n";
+  for (int i = 0; s.size() < 20000; ++i)
+    s += "  " + std::to_string(i) + ": candle_transformers::models::llama::Block::forward::h0123456789abcdef\n"
+         "             at /root/.cargo/registry/src/candle-transformers-0.8.0/src/models/llama.rs:" +
+         std::to_string(100 + i) + ":9\n";
+  return s;
+}
+
+long rss_kib() {
+  std::ifstream statm("/proc/self/statm");
+  long pages = 0, resident = 0;
+  statm >> pages >> resident;
+  return resident * (sysconf(_SC_PAGESIZE) / 1024);
+}
+
+void match(benchmark::State& state, const std::string& catalog, const std::string& message, bool hit) {
+  const errshim::CatalogPtr c = build(catalog);
+  if (c->diagnose(message).has_value() != hit) {
+    state.SkipWithError(hit ? "expected a match" : "expected no match");
+    return;
+  }
+  for (auto _ : state) benchmark::DoNotOptimize(c->diagnose(message));
+  state.counters["entries"] = static_cast<double>(c->size());
+}
+
+void build_time(benchmark::State& state, const std::string& catalog) {
+  for (auto _ : state) benchmark::DoNotOptimize(build(catalog));
+}
+
+void first_diagnosis(benchmark::State& state, const std::string& self, const std::string& catalog) {
+  double cpu_ms = 0;
+  int runs = 0;
+  for (auto _ : state) {
+    const std::string flag = "--errshim-first-diagnosis=" + catalog;
+    char* argv[] = {const_cast<char*>(self.c_str()), const_cast<char*>(flag.c_str()), nullptr};
+    const auto t0 = std::chrono::steady_clock::now();
+    pid_t pid = 0;
+    if (posix_spawn(&pid, self.c_str(), nullptr, nullptr, argv, environ) != 0) {
+      state.SkipWithError("cannot start the child process");
+      return;
+    }
+    int status = 0;
+    struct rusage usage {};
+    wait4(pid, &status, 0, &usage);
+    const auto t1 = std::chrono::steady_clock::now();
+    // The child's own CPU time too: on a busy machine the wall time also
+    // counts waiting for a core.
+    cpu_ms += (usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) * 1e3 +
+              (usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e3;
+    ++runs;
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+      state.SkipWithError("the child process failed");
+      return;
+    }
+    state.SetIterationTime(std::chrono::duration<double>(t1 - t0).count());
+  }
+  if (runs > 0) state.counters["child_cpu_ms"] = cpu_ms / runs;
+}
+
+// In a child process, so that memory an earlier row freed is not reused.
+void rss(benchmark::State& state, const std::string& self, const std::string& catalog) {
+  for (auto _ : state) {
+    const std::string command = self + " --errshim-rss=" + catalog;
+    FILE* child = popen(command.c_str(), "r");
+    long loaded = -1, compiled = -1;
+    if (!child || std::fscanf(child, "%ld %ld", &loaded, &compiled) != 2 || pclose(child) != 0 || loaded < 0) {
+      state.SkipWithError("the child process failed");
+      return;
+    }
+    state.counters["loaded_mb"] = static_cast<double>(loaded) / 1024.0;
+    state.counters["compiled_mb"] = static_cast<double>(compiled) / 1024.0;
+  }
+}
+
+int rss_child(const std::string& catalog) {
+  const long before = rss_kib();
+  const errshim::CatalogPtr c = build(catalog);
+  const long loaded = rss_kib();
+  (void)c->compile_all();
+  std::printf("%ld %ld\n", loaded - before, rss_kib() - before);
+  return 0;
+}
+
+// The child of layers/first_diagnosis: what a new process pays before its first answer.
+int first_diagnosis_child(const std::string& catalog) {
+  try {
+    const errshim::CatalogPtr c = build(catalog);
+    return c->diagnose("kv_cache_enabled=true is not supported") ? 0 : 3;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "%s\n", e.what());
+    return 4;
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  constexpr const char* kFlag = "--errshim-first-diagnosis=";
+  constexpr const char* kRss = "--errshim-rss=";
+  if (argc == 2 && std::strncmp(argv[1], kFlag, std::strlen(kFlag)) == 0)
+    return first_diagnosis_child(argv[1] + std::strlen(kFlag));
+  if (argc == 2 && std::strncmp(argv[1], kRss, std::strlen(kRss)) == 0) return rss_child(argv[1] + std::strlen(kRss));
+#ifdef ERRSHIM_GENERATED_LAYER_DIR
+  ::setenv("ERRSHIM_GENERATED_DIR", ERRSHIM_GENERATED_LAYER_DIR, 0);
+#endif
+  const std::string self = "/proc/self/exe";
+  char path[4096] = {};
+  const ssize_t n = readlink(self.c_str(), path, sizeof path - 1);
+  const std::string exe = n > 0 ? std::string(path, static_cast<std::size_t>(n)) : std::string(argv[0]);
+
+  static const std::string kTwentyKb = twenty_kb("kv_cache_enabled=true is not supported");
+  static const std::string kTwentyKbGenerated = twenty_kb("Metal contiguous elu F16 not implemented");
+  for (const std::string catalog : {"embedded", "embedded+candle"}) {
+    const std::string m = "layers/match/" + catalog + "/";
+    benchmark::RegisterBenchmark((m + "short-hit").c_str(), match, catalog,
+                                 std::string("kv_cache_enabled=true is not supported"), true);
+    benchmark::RegisterBenchmark((m + "short-miss").c_str(), match, catalog,
+                                 std::string("request 42 served in 12 ms, all fine"), false);
+    if (with_layer(catalog)) {
+      benchmark::RegisterBenchmark((m + "generated-hit").c_str(), match, catalog,
+                                   std::string("Metal contiguous elu F16 not implemented"), true);
+      benchmark::RegisterBenchmark((m + "20k-generated-hit").c_str(), match, catalog, kTwentyKbGenerated, true);
+    }
+    benchmark::RegisterBenchmark((m + "20k-hit").c_str(), match, catalog, kTwentyKb, true);
+    benchmark::RegisterBenchmark(("layers/build/" + catalog).c_str(), build_time, catalog)
+        ->Unit(benchmark::kMillisecond);
+    benchmark::RegisterBenchmark(("layers/first_diagnosis/" + catalog).c_str(), first_diagnosis, exe, catalog)
+        ->UseManualTime()
+        ->Unit(benchmark::kMillisecond)
+        ->Iterations(10);
+    benchmark::RegisterBenchmark(("layers/rss/" + catalog).c_str(), rss, exe, catalog)
+        ->Unit(benchmark::kMillisecond)
+        ->Iterations(1);
+  }
+  benchmark::Initialize(&argc, argv);
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}
