@@ -15,18 +15,7 @@ namespace errshim {
 namespace {
 
 CatalogPtr catalog() {
-  static const CatalogPtr c = testing::catalog_from(testing::file_yaml(R"(  - id: t.kv
-    template: kv_cache_enabled=true is not supported
-    source: {path: metavoice.rs, line: 449}
-    error_class: candle::Error::Msg
-    kind: unsupported-feature
-    cause: c
-    trigger: t
-    remediation:
-      - text: turn the cache off
-        fix: {set: {kv_cache_enabled: false}, safety: slower, reason: 'same output, slower'}
-    examples: {match: [kv_cache_enabled=true is not supported]}
-)"));
+  static const CatalogPtr c = testing::catalog_from(testing::file_yaml(testing::kv_cache_entry_yaml("t.kv")));
   return c;
 }
 

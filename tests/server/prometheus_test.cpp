@@ -12,39 +12,14 @@
 #include <errshim/errshim.hpp>
 #include <errshim/prometheus.hpp>
 
+#include "../test_catalogs.hpp"
+
 namespace errshim {
 namespace {
 
 CatalogPtr catalog() {
-  static const CatalogPtr c = CatalogBuilder()
-                                  .add_yaml(R"(schema: 1
-library: test
-defaults: {repo: example/repo, commit: 0123456789abcdef0123456789abcdef01234567}
-entries:
-  - id: t.kv
-    template: kv_cache_enabled=true is not supported
-    source: {path: metavoice.rs, line: 449}
-    error_class: candle::Error::Msg
-    kind: unsupported-feature
-    cause: c
-    trigger: t
-    remediation:
-      - text: turn the cache off
-        fix: {set: {kv_cache_enabled: false}, safety: slower, reason: 'same output, slower'}
-    examples: {match: [kv_cache_enabled=true is not supported]}
-  - id: t.advice
-    template: the weights are damaged
-    source: {path: load.rs, line: 3}
-    error_class: candle::Error::Msg
-    kind: internal
-    cause: c
-    trigger: t
-    remediation:
-      - text: download them again
-    examples: {match: [the weights are damaged]}
-)",
-                                            "test.yaml")
-                                  .build();
+  static const CatalogPtr c = testing::catalog_from(testing::file_yaml(testing::kv_cache_entry_yaml("t.kv") +
+                                                                       testing::entry_yaml("t.advice", "the weights are damaged")));
   return c;
 }
 
