@@ -536,7 +536,15 @@ bool RemediationSession::on_failure(ConfigAccess& next) {
   } catch (const translated_error& t) {
     d = t.diagnosis();  // a guard further in already explained it
   } catch (...) {
-    d = catalog_.diagnose(exception_text(error), policy_.context);
+    const std::string text = exception_text(error);
+    const auto start = std::chrono::steady_clock::now();
+    d = catalog_.diagnose(text, policy_.context);
+    const auto elapsed = std::chrono::steady_clock::now() - start;
+    // Like on_decision: an observer's exception must not replace the host's error.
+    try {
+      if (policy_.on_match) policy_.on_match(MatchEvent{text, d ? &*d : nullptr, elapsed});
+    } catch (...) {
+    }
   }
 
   if (!d || policy_.mode_for(d->id()) == Mode::off) {

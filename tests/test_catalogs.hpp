@@ -32,6 +32,22 @@ inline std::string entry_yaml(const std::string& id, const std::string& tmpl, co
          "      match: ['" + tmpl + "']\n" + extra;
 }
 
+// candle's kv_cache_enabled error as entry `id`, with one fix (the cache
+// off, safety slower): the smallest entry remediation can act on.
+inline std::string kv_cache_entry_yaml(const std::string& id) {
+  return "  - id: " + id + "\n"
+         "    template: kv_cache_enabled=true is not supported\n"
+         "    source: {path: metavoice.rs, line: 449}\n"
+         "    error_class: candle::Error::Msg\n"
+         "    kind: unsupported-feature\n"
+         "    cause: c\n"
+         "    trigger: t\n"
+         "    remediation:\n"
+         "      - text: turn the cache off\n"
+         "        fix: {set: {kv_cache_enabled: false}, safety: slower, reason: 'same output, slower'}\n"
+         "    examples: {match: [kv_cache_enabled=true is not supported]}\n";
+}
+
 inline std::string file_yaml(const std::string& entries) {
   return "schema: 1\n"
          "library: test\n"
