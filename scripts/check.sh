@@ -52,7 +52,8 @@ if step 2; then
   configure build-check-minimal --no-warn-unused-cli -DCMAKE_BUILD_TYPE=RelWithDebInfo \
     -DCMAKE_DISABLE_FIND_PACKAGE_Torch=ON -DCMAKE_DISABLE_FIND_PACKAGE_benchmark=ON \
     -DCMAKE_DISABLE_FIND_PACKAGE_Hyperscan=ON -DCMAKE_DISABLE_FIND_PACKAGE_RE2=ON \
-    -DCMAKE_DISABLE_FIND_PACKAGE_Python3=ON -DCMAKE_DISABLE_FIND_PACKAGE_Rustc=ON
+    -DCMAKE_DISABLE_FIND_PACKAGE_Python3=ON -DCMAKE_DISABLE_FIND_PACKAGE_Rustc=ON \
+    -DCMAKE_DISABLE_FIND_PACKAGE_prometheus-cpp=ON -DCMAKE_DISABLE_FIND_PACKAGE_httplib=ON
   cmake --build build-check-minimal -j"$jobs"
   # The package tests install and rebuild the library: step 1 ran them.
   ctest --test-dir build-check-minimal --output-on-failure -j"$jobs" -LE package
