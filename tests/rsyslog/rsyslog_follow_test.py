@@ -36,7 +36,9 @@ RSYSLOGD = sys.argv[2] if len(sys.argv) > 2 else "/usr/sbin/rsyslogd"
 DEADLINE = time.monotonic() + 75  # ctest's TIMEOUT is 90 s
 WORKERS = 4
 MAX_ERRORS_PER_WORKER = 400  # workers write until both restarts are over
-IDLE_MS = 200
+# Long enough that the block open when the child is stopped is still open:
+# the stop must print it, or it is lost.
+IDLE_MS = 1000
 QUANTIZED = ("This model does not support the quantized cache. If you want your model to support quantized cache, "
              "please open an issue and tag @zucchini-nlp.")
 QUANTIZED_ID = "transformers.generation.quantized_cache_unsupported"
@@ -87,9 +89,9 @@ class Worker(threading.Thread):
     """A serving process: ordinary records and, now and then, an exception
     logged with its traceback. Records when each error was written."""
 
-    def __init__(self, n, sock, sent, stop):
+    def __init__(self, n, sock, sent, stop, pause):
         super().__init__(daemon=True)
-        self.n, self.sent, self.stop = n, sent, stop
+        self.n, self.sent, self.stop, self.pause = n, sent, stop, pause
         self.log = logging.getLogger(f"worker{n}")
         self.log.propagate = False
         h = logging.handlers.SysLogHandler(address=sock)
@@ -116,6 +118,8 @@ class Worker(threading.Thread):
             except Exception:
                 self.log.exception("request id=%d failed", rid)
                 self.sent[rid] = time.monotonic()
+            while self.pause.is_set():  # hold still after an error: the child is stopped with a block open
+                time.sleep(0.001)
             time.sleep(rnd.uniform(0.005, 0.03))
             self.log.info("request %d answered 500", rid)
 
@@ -187,8 +191,8 @@ def main():
 
         sent, seen, blocks = {}, {}, []
         pos = 0
-        stop = threading.Event()
-        workers = [Worker(n, sock, sent, stop) for n in range(1, WORKERS + 1)]
+        stop, pause = threading.Event(), threading.Event()
+        workers = [Worker(n, sock, sent, stop, pause) for n in range(1, WORKERS + 1)]
         for w in workers:
             w.start()
         # Stop the errshim child twice while the workers write.
@@ -199,12 +203,15 @@ def main():
             for c in children_of(rsyslogd.pid):
                 started.add(c)
             if restarts < 2 and time.monotonic() >= next_kill:
+                pause.set()
+                time.sleep(0.2)  # every worker's last record is an error: errshim holds it as an open block
                 kids = children_of(rsyslogd.pid)
                 if kids:
                     os.kill(kids[0], signal.SIGTERM)
                     restarts += 1
                     kills.append([time.monotonic(), None])
                     next_kill = DEADLINE
+                pause.clear()
             pos = read_blocks(f"{tmp}/blocks.jsonl", seen, blocks, pos)
             # Recovered: an error written after the stop has come out.
             if kills and kills[-1][1] is None and any(sent[r] > kills[-1][0] for r in seen if r in sent):
