@@ -222,7 +222,9 @@ void BlockFollower::emit(ScanBlock b, std::size_t first, std::size_t last) {
 // as scan() does with a long block.
 void BlockFollower::bound() {
   const std::size_t budget = options_.scan.max_block_bytes;
-  if (pending_bytes_ <= budget) return;
+  // Without an open block only a few lines are kept anyway (and a gap there
+  // would mark lines as omitted from a block that never had them).
+  if (!open_ || pending_bytes_ <= budget) return;
   std::size_t head = 0, head_bytes = 0;
   while (head + 1 < pending_.size() && head_bytes + pending_[head].text.size() + 1 <= budget / 4)
     head_bytes += pending_[head++].text.size() + 1;
