@@ -18,6 +18,7 @@
 
 #include <fmt/format.h>
 
+#include "errshim/fingerprint.hpp"
 #include "errshim/normalize.hpp"
 #include "errshim/render.hpp"
 #include "chars.hpp"
@@ -693,7 +694,11 @@ std::string to_json(const ScanBlock& b) {
   }
   out += fmt::format(", \"file\": {}, \"line\": {}, \"lines\": {}, \"kind\": \"{}\"", json_quote(b.file), b.line,
                      b.lines, to_string(b.kind));
-  if (!b.diagnosis) out += fmt::format(", \"text\": {}", json_quote(b.text));
+  if (!b.diagnosis) {
+    const Fingerprint f = fingerprint(b.text);
+    out += fmt::format(", \"fingerprint\": \"{}\", \"template\": {}, \"text\": {}", f.id, json_quote(f.text),
+                       json_quote(b.text));
+  }
   return out + "}";
 }
 
@@ -701,19 +706,10 @@ std::string to_json(const ScanBlock& b) {
 
 namespace {
 
-// What groups unrecognised blocks: the root-cause message as the normaliser
-// sees it, so the same unknown traceback logged at many times is one group.
-std::string group_key(const ScanBlock& b) {
-  const Normalized n = normalize(b.text);
-  std::string key;
-  if (!n.segments.empty()) {
-    key = n.segments.front().exception_class + ": " + n.segments.front().text;
-  } else {
-    key = b.text;
-  }
-  if (key.size() > kMaxGroupKey) key.resize(kMaxGroupKey);
-  return key;
-}
+// What groups unrecognised blocks: the fingerprint of their root-cause
+// message, so the same unknown error logged by many workers at many times,
+// with its numbers, ids and paths differing, is one group.
+std::string group_key(const ScanBlock& b) { return fingerprint(b.text).id; }
 
 sv first_line(sv s) { return s.substr(0, s.find('\n')); }
 

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include <errshim/catalog.hpp>
+#include <errshim/fingerprint.hpp>
 #include <errshim/scan.hpp>
 
 #include "test_catalogs.hpp"
@@ -409,9 +410,11 @@ TEST(Scan, AVisitorExceptionStopsTheScan) {
 }
 
 TEST(Scan, UnmatchedGroupsAreBounded) {
+  // Messages that differ by a word: a number alone would be masked into one fingerprint.
+  const auto word = [](int i) { return std::string{static_cast<char>('a' + i / 26), static_cast<char>('a' + i % 26)}; };
   std::string log;
-  for (int i = 0; i < 100; ++i) log += "RuntimeError: unknown failure number " + std::to_string(i) + "\n";
-  for (int i = 0; i < 5; ++i) log += "RuntimeError: unknown failure number 1\n";
+  for (int i = 0; i < 100; ++i) log += "RuntimeError: unknown failure " + word(i) + "\n";
+  for (int i = 0; i < 5; ++i) log += "RuntimeError: unknown failure " + word(1) + "\n";
   errshim::ScanSummary summary(10);
   for (const auto& b : scan_text(log)) summary.add(b);
   EXPECT_EQ(summary.blocks(), 105u);
@@ -439,6 +442,7 @@ TEST(Scan, JsonLineHasTheExplainFieldsPlusWhere) {
   ASSERT_EQ(unknown.size(), 1u);
   EXPECT_EQ(errshim::to_json(unknown[0]),
             "{\"matched\": false, \"file\": \"test.log\", \"line\": 1, \"lines\": 1, \"kind\": \"error-line\", "
+            "\"fingerprint\": \"" + errshim::fingerprint("KeyError: 'x\"y'").id + "\", \"template\": \"KeyError: 'x\\\"y'\", "
             "\"text\": \"KeyError: 'x\\\"y'\"}");
 }
 

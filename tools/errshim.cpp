@@ -1,5 +1,6 @@
 // The errshim command-line tool. It uses only the public API, like any user.
 #include <cerrno>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -18,6 +19,7 @@
 #include <fmt/format.h>
 
 #include "errshim/errshim.hpp"
+#include "errshim/follow.hpp"
 #include "errshim/scan.hpp"
 #include "errshim/importer.hpp"
 
@@ -59,6 +61,16 @@ usage:
       --json: one JSON object per line and block, as 'explain --json' plus
       "file", "line" (where the block starts), "lines" and "kind".
       A progress bar is shown on a terminal for inputs over 32 MiB.
+  errshim scan --follow [--idle-ms N] [--out FILE] [--confirm] [--syslog-escapes]
+               [--catalog PATH]... [--context K=V,...] [FILE | -]
+      Stream: print each block's JSON line as soon as the block is complete
+      (the next line it does not take, or N ms without input, default 500).
+      FILE is followed as it grows and reopened when rotated or truncated;
+      '-' (the default) is read to its end. Ends cleanly on SIGTERM or SIGINT,
+      printing the block still open. --out: append the JSON lines to FILE.
+      --confirm: print OK once at start and per line read, as rsyslog's
+      omprog confirmMessages expects. --syslog-escapes: '#012' in a line is
+      a newline (rsyslog's escaping of multi-line records). Exit code 0.
   errshim snapshot [--catalog PATH]... OUT.snapshot
       Write the catalog (embedded, plus the --catalog layers) as a snapshot:
       it loads without parsing YAML (large catalogs load ~15x faster) when
@@ -98,6 +110,9 @@ struct Args {
   std::vector<std::string> pins;
   std::vector<std::string> catalogs;
   std::string cache;  // --cache DIR
+  bool follow = false, confirm = false, syslog_escapes = false;  // scan --follow
+  long idle_ms = 500;
+  std::string out;
   errshim::Context context;
   std::vector<std::string> positional;
 };
@@ -130,6 +145,19 @@ Args parse(int argc, char** argv) {
       else if (s == "--model") a.model = v;
       else if (s == "--allow") a.allow = v;
       else a.pins.push_back(v);
+    } else if (s == "--follow" || s == "--confirm" || s == "--syslog-escapes") {
+      (s == "--follow" ? a.follow : s == "--confirm" ? a.confirm : a.syslog_escapes) = true;
+    } else if (s == "--idle-ms" || s == "--out") {
+      if (i + 1 >= args.size()) throw usage_error(fmt::format("{} needs a value", s));
+      const std::string& v = args[++i];
+      if (s == "--out") {
+        a.out = v;
+      } else {
+        char* end = nullptr;
+        a.idle_ms = std::strtol(v.c_str(), &end, 10);
+        if (v.empty() || *end != '\0' || a.idle_ms < 1 || a.idle_ms > 3600000)
+          throw usage_error(fmt::format("--idle-ms: '{}' is not a number of milliseconds from 1 to 3600000", v));
+      }
     } else if (s == "--with-embedded") {
       a.with_embedded = true;
     } else if (s == "--help" || s == "-h") {
@@ -389,7 +417,49 @@ std::uint64_t input_size(const std::string& input) {
   return (rc == 0 && S_ISREG(st.st_mode)) ? static_cast<std::uint64_t>(st.st_size) : 0;
 }
 
+volatile std::sig_atomic_t g_stop_follow = 0;
+extern "C" void on_stop_signal(int) { g_stop_follow = 1; }
+
+// scan --follow: one input, JSON lines out as blocks complete, until its end
+// or SIGTERM/SIGINT (the open block is printed before exiting).
+int scan_follow(const Args& a) {
+  if (a.positional.size() > 1) throw usage_error("scan --follow takes one FILE, or '-' for standard input");
+  const std::string input = a.positional.empty() ? "-" : a.positional[0];
+  const auto catalog = catalog_for(a);
+  std::FILE* out = stdout;
+  if (!a.out.empty() && (out = std::fopen(a.out.c_str(), "a")) == nullptr)
+    throw usage_error(fmt::format("cannot write '{}': {}", a.out, std::strerror(errno)));
+  errshim::FollowOptions options;
+  options.scan.context = a.context;
+  options.idle = std::chrono::milliseconds(a.idle_ms);
+  options.syslog_escapes = a.syslog_escapes;
+  errshim::BlockFollower follower(input == "-" ? "<stdin>" : input, catalog, [&](const errshim::ScanBlock& block) {
+    fmt::print(out, "{}\n", errshim::to_json(block));
+    std::fflush(out);
+  }, options);
+  struct sigaction sa {};
+  sa.sa_handler = on_stop_signal;  // no SA_RESTART: a blocked read or poll returns at once
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGTERM, &sa, nullptr);
+  sigaction(SIGINT, &sa, nullptr);
+  const auto confirm = [](std::uint64_t lines) {
+    for (; lines > 0; --lines) std::fputs("OK\n", stdout);
+    std::fflush(stdout);
+  };
+  if (a.confirm) confirm(1);  // omprog waits for a new instance to say it is ready
+  try {
+    errshim::follow(input, follower, [] { return g_stop_follow != 0; },
+                    a.confirm ? std::function<void(std::uint64_t)>(confirm) : nullptr);
+  } catch (const std::runtime_error& e) {
+    if (out != stdout) std::fclose(out);
+    throw usage_error(e.what());
+  }
+  if (out != stdout) std::fclose(out);
+  return kOk;
+}
+
 int scan(const Args& a) {
+  if (a.follow) return scan_follow(a);
   constexpr std::uint64_t kProgressFrom = 32u << 20;
   const auto catalog = catalog_for(a);
   std::vector<std::string> inputs = a.positional;
