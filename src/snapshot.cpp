@@ -14,8 +14,9 @@ namespace errshim::detail {
 namespace {
 
 // Bump when the layout below changes. 2: the match plan and a checksum.
-// 3: the hash of the source bytes.
-constexpr std::uint32_t kFormat = 3;
+// 3: the hash of the source bytes. 4: scoped preflight conditions (tests,
+// config kind, model family, applies_to) and examples.preflight.
+constexpr std::uint32_t kFormat = 4;
 constexpr std::string_view kMagic = "errshim catalog snapshot\n";
 
 // A 64-bit checksum of the bytes before it, last in the file: a damaged
@@ -147,6 +148,28 @@ void Writer::entry(const Entry& e) {
       for (const Value& v : values) value(v);
     }
     str(c.model);
+    count(c.tests.size());
+    for (const PreflightTest& t : c.tests) {
+      str(t.key);
+      u8(static_cast<std::uint8_t>(t.op));
+      count(t.values.size());
+      for (const Value& v : t.values) value(v);
+    }
+    u8(static_cast<std::uint8_t>(c.config));
+    strings(c.model_types);
+    strings(c.architectures);
+    count(c.applies_to.size());
+    for (const ScopeCondition& s : c.applies_to) str(s.key), str(s.range), strings(s.any_of);
+  }
+  count(e.preflight_examples.size());
+  for (const PreflightExample& x : e.preflight_examples) {
+    u8(x.fires ? 1 : 0);
+    str(x.config);
+    str(x.model_config);
+    str(x.generation_config);
+    count(x.context.values.size());
+    for (const auto& [k, v] : x.context.values) str(k), str(v);
+    location(x.where);
   }
   u8(e.imported ? 1 : 0);
   location(e.where);
@@ -339,7 +362,41 @@ void Reader::entry(Entry& e) {
       return kv;
     });
     c.model = str();
+    list(c.tests, [this] {
+      PreflightTest t;
+      t.key = str();
+      const std::uint8_t op = u8();
+      if (op > static_cast<std::uint8_t>(PreflightTest::Op::not_multiple_of)) fail(pos_ - 1, "an unknown preflight test");
+      t.op = static_cast<PreflightTest::Op>(op);
+      list(t.values, [this] { return value(); });
+      return t;
+    });
+    const std::uint8_t kind = u8();
+    if (kind > static_cast<std::uint8_t>(ConfigKind::generation)) fail(pos_ - 1, "an unknown config kind");
+    c.config = static_cast<ConfigKind>(kind);
+    strings(c.model_types);
+    strings(c.architectures);
+    list(c.applies_to, [this] {
+      ScopeCondition sc;
+      sc.key = str();
+      sc.range = str();
+      strings(sc.any_of);
+      return sc;
+    });
     return c;
+  });
+  list(e.preflight_examples, [this] {
+    PreflightExample x;
+    x.fires = flag();
+    x.config = str();
+    x.model_config = str();
+    x.generation_config = str();
+    for (std::uint32_t n = u32(); n > 0; --n) {
+      std::string k = str();
+      x.context.values[std::move(k)] = str();
+    }
+    x.where = location();
+    return x;
   });
   e.imported = flag();
   e.where = location();
