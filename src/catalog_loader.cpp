@@ -699,6 +699,7 @@ std::vector<PreflightCondition> read_preflight(Reader& r, Node node) {
   for (Node m : maps) {
     if (!r.expect_map(m, "a preflight condition")) continue;
     PreflightCondition c;
+    const std::size_t problems_before = r.problem_count();
     if (const Node when = m["when"]) {
       r.check_keys(m, kPreflightKeys, "preflight");
       if (r.expect_map(when, "preflight.when"))
@@ -722,7 +723,7 @@ std::vector<PreflightCondition> read_preflight(Reader& r, Node node) {
           read_preflight_key(r, key, kv.second, c);
       }
     }
-    if (c.keys.empty() && c.tests.empty())
+    if (c.keys.empty() && c.tests.empty() && r.problem_count() == problems_before)
       r.problem(m, "a preflight condition needs at least one config key (what value causes the error)");
     out.push_back(std::move(c));
   }
@@ -793,7 +794,7 @@ std::vector<PreflightExample> read_preflight_examples(Reader& r, Node node) {
         }
         append_json(cfg, *text, 0);
       }
-      if (ex.config.empty() && ex.model_config.empty() && ex.generation_config.empty())
+      if (!item["config"] && !item["model_config"] && !item["generation_config"])
         r.problem(item, "a preflight example needs a config: config, model_config or generation_config");
       if (const Node ctx = item["context"])
         for (auto& [key, value] : read_assignments(r, ctx, "preflight example context")) ex.context.values[key] = value.text;
