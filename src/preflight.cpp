@@ -12,8 +12,8 @@ namespace errshim {
 namespace {
 
 // Lists in a config are read element by element (path part "0", "1", ...);
-// `architectures` holds one or two names, so a small bound is plenty.
-constexpr std::size_t kMaxListItems = 64;
+// the longest a condition reads are per-layer lists (`layer_types`).
+constexpr std::size_t kMaxListItems = 1024;
 
 bool loosely_equal(const Value& have, const Value& want) {
   if (have.type == want.type) return have.text == want.text;
@@ -67,12 +67,27 @@ struct Found {
   Value value;
 };
 
-// Every scalar value of `key` in the first source that has the key at all.
+// Every scalar value of `key` in the first source that has the key at all;
+// a list stands for its elements (`layer_types: [mamba, attention]` holds
+// `mamba`).
 std::vector<Found> values_of(const std::vector<const ConfigAccess*>& from, const std::string& key) {
   std::vector<Found> out;
   for (const ConfigAccess* c : from) {
-    for (const KeyPath& p : paths_of(*c, key))
-      if (std::optional<Value> v = c->get(p)) out.push_back({c, p, std::move(*v)});
+    for (const KeyPath& p : paths_of(*c, key)) {
+      std::optional<Value> v = c->get(p);
+      if (!v) continue;
+      if (v->type != Value::Type::null || v->text != "<list>") {
+        out.push_back({c, p, std::move(*v)});
+        continue;
+      }
+      for (std::size_t i = 0; i < kMaxListItems; ++i) {
+        KeyPath item = p;
+        item.push_back(std::to_string(i));
+        std::optional<Value> e = c->get(item);
+        if (!e) break;
+        out.push_back({c, std::move(item), std::move(*e)});
+      }
+    }
     if (!out.empty()) break;
   }
   return out;
