@@ -62,6 +62,14 @@ class Writer {
     u8(static_cast<std::uint8_t>(v.type));
     str(v.text);
   }
+  void scope(const std::vector<ScopeCondition>& v) {
+    count(v.size());
+    for (const ScopeCondition& c : v) str(c.key), str(c.range), strings(c.any_of);
+  }
+  void context(const Context& c) {
+    count(c.values.size());
+    for (const auto& [k, v] : c.values) str(k), str(v);
+  }
   void assignments(const std::vector<std::pair<std::string, Value>>& v) {
     count(v.size());
     for (const auto& [k, val] : v) str(k), value(val);
@@ -129,16 +137,14 @@ void Writer::entry(const Entry& e) {
     str(m.text);
     count(m.captures.size());
     for (const Capture& c : m.captures) str(c.name), str(c.value);
-    count(m.context.values.size());
-    for (const auto& [k, v] : m.context.values) str(k), str(v);
+    context(m.context);
     location(m.where);
   }
   count(e.no_match_examples.size());
   for (const NoMatchExample& m : e.no_match_examples) str(m.text), location(m.where);
   i64(e.priority);
   strings(e.unless);
-  count(e.applies_to.size());
-  for (const ScopeCondition& c : e.applies_to) str(c.key), str(c.range), strings(c.any_of);
+  scope(e.applies_to);
   count(e.preflight.size());
   for (const PreflightCondition& c : e.preflight) {
     count(c.keys.size());
@@ -158,8 +164,7 @@ void Writer::entry(const Entry& e) {
     u8(static_cast<std::uint8_t>(c.config));
     strings(c.model_types);
     strings(c.architectures);
-    count(c.applies_to.size());
-    for (const ScopeCondition& s : c.applies_to) str(s.key), str(s.range), strings(s.any_of);
+    scope(c.applies_to);
   }
   count(e.preflight_examples.size());
   for (const PreflightExample& x : e.preflight_examples) {
@@ -167,8 +172,7 @@ void Writer::entry(const Entry& e) {
     str(x.config);
     str(x.model_config);
     str(x.generation_config);
-    count(x.context.values.size());
-    for (const auto& [k, v] : x.context.values) str(k), str(v);
+    context(x.context);
     location(x.where);
   }
   u8(e.imported ? 1 : 0);
@@ -243,6 +247,21 @@ class Reader {
       std::string k = str();
       return std::pair<std::string, Value>(std::move(k), value());
     });
+  }
+  void scope(std::vector<ScopeCondition>& v) {
+    list(v, [this] {
+      ScopeCondition c;
+      c.key = str();
+      c.range = str();
+      strings(c.any_of);
+      return c;
+    });
+  }
+  void context(Context& c) {
+    for (std::uint32_t n = u32(); n > 0; --n) {
+      std::string k = str();
+      c.values[std::move(k)] = str();
+    }
   }
   Location location() {
     Location l;
@@ -331,10 +350,7 @@ void Reader::entry(Entry& e) {
       c.value = str();
       return c;
     });
-    for (std::uint32_t n = u32(); n > 0; --n) {
-      std::string k = str();
-      m.context.values[std::move(k)] = str();
-    }
+    context(m.context);
     m.where = location();
     return m;
   });
@@ -346,13 +362,7 @@ void Reader::entry(Entry& e) {
   });
   e.priority = int32();
   strings(e.unless);
-  list(e.applies_to, [this] {
-    ScopeCondition c;
-    c.key = str();
-    c.range = str();
-    strings(c.any_of);
-    return c;
-  });
+  scope(e.applies_to);
   list(e.preflight, [this] {
     PreflightCondition c;
     list(c.keys, [this] {
@@ -376,13 +386,7 @@ void Reader::entry(Entry& e) {
     c.config = static_cast<ConfigKind>(kind);
     strings(c.model_types);
     strings(c.architectures);
-    list(c.applies_to, [this] {
-      ScopeCondition sc;
-      sc.key = str();
-      sc.range = str();
-      strings(sc.any_of);
-      return sc;
-    });
+    scope(c.applies_to);
     return c;
   });
   list(e.preflight_examples, [this] {
@@ -391,10 +395,7 @@ void Reader::entry(Entry& e) {
     x.config = str();
     x.model_config = str();
     x.generation_config = str();
-    for (std::uint32_t n = u32(); n > 0; --n) {
-      std::string k = str();
-      x.context.values[std::move(k)] = str();
-    }
+    context(x.context);
     x.where = location();
     return x;
   });
