@@ -4,6 +4,7 @@
 #include <array>
 #include <cctype>
 #include <cstdint>
+#include <cstdlib>
 #include <istream>
 #include <limits>
 #include <map>
@@ -19,6 +20,7 @@
 #include <yaml-cpp/exceptions.h>
 #include <yaml-cpp/parser.h>
 
+#include "errshim/render.hpp"
 #include "fix_values.hpp"
 #include "template.hpp"
 
@@ -38,7 +40,7 @@ constexpr std::array<std::string_view, 22> kEntryKeys = {
 constexpr std::array<std::string_view, 5> kSourceKeys = {"repo", "path", "line", "commit", "symbol"};
 constexpr std::array<std::string_view, 2> kRemediationKeys = {"text", "fix"};
 constexpr std::array<std::string_view, 7> kFixKeys = {"set", "remove", "action", "safety", "reason", "requires", "conflicts"};
-constexpr std::array<std::string_view, 2> kExampleKeys = {"match", "no_match"};
+constexpr std::array<std::string_view, 3> kExampleKeys = {"match", "no_match", "preflight"};
 constexpr std::array<std::string_view, 3> kMatchExampleKeys = {"text", "captures", "context"};
 constexpr std::array<std::string_view, 8> kKinds = {"validation",         "unsupported-feature", "shape-mismatch",
                                                     "dtype-mismatch",     "resource",            "missing-dependency",
@@ -596,7 +598,97 @@ std::vector<ScopeCondition> read_scope(Reader& r, Node node) {
 }
 
 // preflight: {kv_cache_enabled: true}, or a list of such maps (any of them);
-// a value may be a list (any of), `model` is a regex on the context's model.
+// a value may be a list (any of) or a test ({gt: 1}), `model` is a regex on
+// the context's model. The scoped form puts the keys under `when:` and
+// beside them says where they are read and for which models and versions:
+//   {when: {num_beams: 1}, config: generation, model_type: [t5], applies_to: {transformers: ">=4.54"}}
+constexpr std::array<std::string_view, 6> kPreflightKeys = {"when",          "config", "model_type",
+                                                            "architectures", "model",  "applies_to"};
+constexpr std::array<std::string_view, 3> kConfigKinds = {"any", "model", "generation"};
+constexpr std::array<std::string_view, 6> kPreflightOps = {"not", "gt", "ge", "lt", "le", "not_multiple_of"};
+constexpr std::array<std::string_view, 2> kPreflightExampleLists = {"fires", "quiet"};
+constexpr std::array<std::string_view, 4> kPreflightExampleKeys = {"config", "model_config", "generation_config",
+                                                                   "context"};
+
+// One key of a condition: a value, a list of values, or a test.
+void read_preflight_key(Reader& r, const std::string& key, Node node, PreflightCondition& c) {
+  if (key.empty() || key.front() == '.' || key.back() == '.' || key.find("..") != std::string::npos) {
+    r.problem(node, fmt::format("preflight key '{}' is not a key or a dotted path (write it as 'a.b')", key));
+    return;
+  }
+  if (node.is_map()) {
+    if (node.size() != 1) {
+      r.problem(node, fmt::format("preflight.{}: a test is a mapping of one operator ({}), e.g. {{gt: 1}}", key,
+                                  one_of(kPreflightOps)));
+      return;
+    }
+    const NodePair kv = *node.pairs().begin();
+    const std::string op = kv.first.scalar();
+    if (!contains(kPreflightOps, op)) {
+      r.problem(kv.first, fmt::format("preflight.{}: unknown test '{}' (one of: {})", key, op, one_of(kPreflightOps)));
+      return;
+    }
+    PreflightTest t;
+    t.key = key;
+    if (op == "not") {
+      t.op = PreflightTest::Op::not_in;
+      if (kv.second.is_seq()) {
+        for (const Node v : kv.second.items()) {
+          if (v.is_scalar()) t.values.push_back(to_value(v));
+          else r.problem(v, fmt::format("preflight.{}.not: each value must be a scalar", key));
+        }
+      } else if (kv.second.is_scalar()) {
+        t.values.push_back(to_value(kv.second));
+      }
+      if (t.values.empty())
+        r.problem(kv.second, fmt::format("preflight.{}.not needs a value or a list of values", key));
+    } else {
+      t.op = op == "gt"   ? PreflightTest::Op::gt
+             : op == "ge" ? PreflightTest::Op::ge
+             : op == "lt" ? PreflightTest::Op::lt
+             : op == "le" ? PreflightTest::Op::le
+                          : PreflightTest::Op::not_multiple_of;
+      const Value v = kv.second.is_scalar() ? to_value(kv.second) : Value{};
+      const bool number = v.type == Value::Type::integer || v.type == Value::Type::number;
+      if (!number && (v.type != Value::Type::string || v.text.empty()))
+        r.problem(kv.second, fmt::format("preflight.{}.{} needs a number or the name of another config key, got '{}'",
+                                         key, op, kv.second.scalar()));
+      else if (op == "not_multiple_of" && number && (v.type != Value::Type::integer || v.text == "0"))
+        r.problem(kv.second, fmt::format("preflight.{}.not_multiple_of needs a positive integer, got '{}'", key, v.text));
+      t.values.push_back(v);
+    }
+    c.tests.push_back(std::move(t));
+    return;
+  }
+  std::vector<Value> values;
+  if (node.is_seq()) {
+    for (const Node v : node.items()) {
+      if (v.is_scalar()) values.push_back(to_value(v));
+      else r.problem(v, fmt::format("preflight.{}: each value must be a scalar", key));
+    }
+  } else if (node.is_scalar()) {
+    values.push_back(to_value(node));
+  }
+  if (values.empty())
+    r.problem(node, fmt::format("preflight.{} needs a value, a list of values or a test such as {{not: [...]}}", key));
+  c.keys.emplace_back(key, std::move(values));
+}
+
+std::string read_preflight_model(Reader& r, Node node) {
+  std::string model = r.string(node, "preflight.model").value_or("");
+  try {
+    boost::regex check(model, boost::regex::perl | boost::regex::icase);
+  } catch (const boost::regex_error& e) {
+    r.problem(node, fmt::format("preflight.model '{}' does not compile: {}", model, e.what()));
+  }
+  return model;
+}
+
+std::vector<std::string> one_or_list(Reader& r, Node node, std::string_view what) {
+  if (node.is_scalar()) return {node.scalar()};
+  return r.string_list(node, what);
+}
+
 std::vector<PreflightCondition> read_preflight(Reader& r, Node node) {
   std::vector<PreflightCondition> out;
   std::vector<Node> maps;
@@ -607,29 +699,107 @@ std::vector<PreflightCondition> read_preflight(Reader& r, Node node) {
   for (Node m : maps) {
     if (!r.expect_map(m, "a preflight condition")) continue;
     PreflightCondition c;
-    for (const NodePair kv : m.pairs()) {
-      const std::string key = kv.first.scalar();
-      if (key == "model") {
-        c.model = r.string(kv.second, "preflight.model").value_or("");
-        try {
-          boost::regex check(c.model, boost::regex::perl | boost::regex::icase);
-        } catch (const boost::regex_error& e) {
-          r.problem(kv.second, fmt::format("preflight.model does not compile: {}", e.what()));
-        }
-        continue;
+    const std::size_t problems_before = r.problem_count();
+    if (const Node when = m["when"]) {
+      r.check_keys(m, kPreflightKeys, "preflight");
+      if (r.expect_map(when, "preflight.when"))
+        for (const NodePair kv : when.pairs()) read_preflight_key(r, kv.first.scalar(), kv.second, c);
+      if (const Node kind = m["config"]) {
+        const std::string k = kind.scalar();
+        if (!contains(kConfigKinds, k))
+          r.problem(kind, fmt::format("preflight.config '{}' is not a config kind (one of: {})", k, one_of(kConfigKinds)));
+        c.config = k == "model" ? ConfigKind::model : k == "generation" ? ConfigKind::generation : ConfigKind::any;
       }
-      std::vector<Value> values;
-      if (kv.second.is_seq()) {
-        for (const Node v : kv.second.items())
-          if (v.is_scalar()) values.push_back(to_value(v));
-      } else if (kv.second.is_scalar()) {
-        values.push_back(to_value(kv.second));
+      if (const Node t = m["model_type"]) c.model_types = one_or_list(r, t, "preflight.model_type");
+      if (const Node a = m["architectures"]) c.architectures = one_or_list(r, a, "preflight.architectures");
+      if (const Node n = m["model"]) c.model = read_preflight_model(r, n);
+      if (const Node s = m["applies_to"]) c.applies_to = read_scope(r, s);
+    } else {
+      for (const NodePair kv : m.pairs()) {
+        const std::string key = kv.first.scalar();
+        if (key == "model")
+          c.model = read_preflight_model(r, kv.second);
+        else
+          read_preflight_key(r, key, kv.second, c);
       }
-      if (values.empty()) r.problem(kv.second, fmt::format("preflight.{} needs a value or a list of values", key));
-      c.keys.emplace_back(key, std::move(values));
     }
-    if (c.keys.empty()) r.problem(m, "a preflight condition needs at least one config key");
+    if (c.keys.empty() && c.tests.empty() && r.problem_count() == problems_before)
+      r.problem(m, "a preflight condition needs at least one config key (what value causes the error)");
     out.push_back(std::move(c));
+  }
+  return out;
+}
+
+// An example config, kept as JSON text (ConfigTree reads it back).
+void append_json(Node node, std::string& out, int depth) {
+  if (depth > kMaxNesting) return;  // the document builder bounds nesting already
+  if (node.is_map()) {
+    out += '{';
+    bool first = true;
+    for (const NodePair kv : node.pairs()) {
+      if (!first) out += ", ";
+      first = false;
+      out += json_quote(kv.first.scalar());
+      out += ": ";
+      append_json(kv.second, out, depth + 1);
+    }
+    out += '}';
+  } else if (node.is_seq()) {
+    out += '[';
+    bool first = true;
+    for (const Node v : node.items()) {
+      if (!first) out += ", ";
+      first = false;
+      append_json(v, out, depth + 1);
+    }
+    out += ']';
+  } else if (!node.is_scalar()) {
+    out += "null";
+  } else {
+    const Value v = to_value(node);
+    switch (v.type) {
+      case Value::Type::null: out += "null"; break;
+      case Value::Type::boolean: out += v.text; break;
+      case Value::Type::integer: out += v.text.front() == '+' ? v.text.substr(1) : v.text; break;
+      case Value::Type::number: out += fmt::format("{}", std::strtod(v.text.c_str(), nullptr)); break;
+      case Value::Type::string: out += json_quote(v.text); break;
+    }
+  }
+}
+
+// examples.preflight: {fires: [...], quiet: [...]}, each item a mapping of
+// config / model_config / generation_config (the config, as YAML) and context.
+std::vector<PreflightExample> read_preflight_examples(Reader& r, Node node) {
+  std::vector<PreflightExample> out;
+  if (!r.expect_map(node, "examples.preflight")) return out;
+  r.check_keys(node, kPreflightExampleLists, "examples.preflight");
+  for (const std::string_view list : kPreflightExampleLists) {
+    const Node items = node[std::string(list)];
+    if (!items) continue;
+    if (!r.expect_seq(items, fmt::format("examples.preflight.{}", list))) continue;
+    for (const Node item : items.items()) {
+      if (!r.expect_map(item, fmt::format("an examples.preflight.{} item", list))) continue;
+      r.check_keys(item, kPreflightExampleKeys, "preflight example");
+      PreflightExample ex;
+      ex.fires = list == "fires";
+      ex.where = r.at(item);
+      for (const auto& [key, text] : {std::pair<const char*, std::string*>{"config", &ex.config},
+                                      {"model_config", &ex.model_config},
+                                      {"generation_config", &ex.generation_config}}) {
+        const Node cfg = item[key];
+        if (!cfg) continue;
+        if (!cfg.is_map()) {
+          r.problem(cfg, fmt::format("preflight example {} must be a mapping (the config's keys and values)", key));
+          continue;
+        }
+        append_json(cfg, *text, 0);
+      }
+      if (!item["config"] && !item["model_config"] && !item["generation_config"])
+        r.problem(item, "a preflight example needs a config: config, model_config or generation_config");
+      if (const Node ctx = item["context"])
+        for (auto& [key, value] : read_assignments(r, ctx, "preflight example context")) ex.context.values[key] = value.text;
+      out.push_back(std::move(ex));
+    }
   }
   return out;
 }
@@ -696,6 +866,8 @@ std::optional<Entry> read_entry(Reader& r, Node map, const std::string& library,
   if (map["unless"]) e.unless = r.string_list(map["unless"], "unless");
   if (map["applies_to"]) e.applies_to = read_scope(r, map["applies_to"]);
   if (map["preflight"]) e.preflight = read_preflight(r, map["preflight"]);
+  if (const Node ex = map["examples"]; ex && ex.is_map() && ex["preflight"])
+    e.preflight_examples = read_preflight_examples(r, ex["preflight"]);
   if (map["imported"]) e.imported = to_value(map["imported"]).text == "true";
   // An extractor's entry (tools/extract): its text is not written by hand either.
   if (map["generated"] && to_value(map["generated"]).text == "true") e.imported = true;

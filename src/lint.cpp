@@ -2,12 +2,15 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <utility>
 
 #include <fmt/format.h>
 
+#include "errshim/config.hpp"
+#include "errshim/preflight.hpp"
 #include "fix_values.hpp"
 #include "pattern_risk.hpp"
 
@@ -133,6 +136,9 @@ void check_fix_values(const Entry& e, std::vector<Problem>& problems) {
   }
 }
 
+// examples.preflight against the entry's preflight conditions (defined below).
+void check_preflight_examples(const Entry& e, std::vector<Problem>& problems);
+
 }  // namespace
 
 std::vector<Problem> lint(const Catalog& catalog) {
@@ -157,6 +163,7 @@ std::vector<Problem> lint(const Catalog& catalog) {
     check_fix_values(e, problems);
     check_growth(catalog, e, problems);
     check_examples(catalog, e, problems, won, lost);
+    check_preflight_examples(e, problems);
 
     if (lost > 0 && won == 0) {
       // Every example went elsewhere: the entry can never be the answer.
@@ -190,5 +197,50 @@ std::vector<Problem> lint(const Catalog& catalog) {
   }
   return problems;
 }
+
+namespace {
+
+// A preflight condition is a claim about configs; its examples show it holds
+// for one config that hits the error and not for a near one that does not
+// (the false alarm it must not raise). Each example runs the entry alone.
+void check_preflight_examples(const Entry& e, std::vector<Problem>& problems) {
+  if (e.preflight.empty()) {
+    if (!e.preflight_examples.empty())
+      problems.push_back({e.preflight_examples.front().where, e.id,
+                          "examples.preflight is given but the entry has no 'preflight' condition to check it "
+                          "against (add the condition or drop the examples)"});
+    return;
+  }
+  bool fires = false, quiet = false;
+  for (const PreflightExample& ex : e.preflight_examples) {
+    (ex.fires ? fires : quiet) = true;
+    std::optional<ConfigTree> config, model, generation;
+    try {
+      if (!ex.config.empty()) config = ConfigTree::parse(ex.config, "config");
+      if (!ex.model_config.empty()) model = ConfigTree::parse(ex.model_config, "model_config");
+      if (!ex.generation_config.empty()) generation = ConfigTree::parse(ex.generation_config, "generation_config");
+    } catch (const config_error& err) {
+      problems.push_back({ex.where, e.id, fmt::format("preflight example config does not parse: {}", err.what())});
+      continue;
+    }
+    PreflightConfigs in;
+    in.config = config ? &*config : nullptr;
+    in.model = model ? &*model : nullptr;
+    in.generation = generation ? &*generation : nullptr;
+    if (preflight_fires(e, in, ex.context) != ex.fires)
+      problems.push_back({ex.where, e.id,
+                          ex.fires ? "preflight example under 'fires' does not meet any preflight condition of the "
+                                     "entry (fix the condition or the example config)"
+                                   : "preflight example under 'quiet' meets a preflight condition of the entry: "
+                                     "a false alarm (narrow the condition)"});
+  }
+  if (!fires || !quiet)
+    problems.push_back({e.where, e.id,
+                        fmt::format("preflight needs examples.preflight with at least one 'fires' and one 'quiet' "
+                                    "config (missing: {})",
+                                    !fires && !quiet ? "both" : !fires ? "fires" : "quiet")});
+}
+
+}  // namespace
 
 }  // namespace errshim

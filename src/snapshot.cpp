@@ -14,8 +14,9 @@ namespace errshim::detail {
 namespace {
 
 // Bump when the layout below changes. 2: the match plan and a checksum.
-// 3: the hash of the source bytes.
-constexpr std::uint32_t kFormat = 3;
+// 3: the hash of the source bytes. 4: scoped preflight conditions (tests,
+// config kind, model family, applies_to) and examples.preflight.
+constexpr std::uint32_t kFormat = 4;
 constexpr std::string_view kMagic = "errshim catalog snapshot\n";
 
 // A 64-bit checksum of the bytes before it, last in the file: a damaged
@@ -60,6 +61,14 @@ class Writer {
   void value(const Value& v) {
     u8(static_cast<std::uint8_t>(v.type));
     str(v.text);
+  }
+  void scope(const std::vector<ScopeCondition>& v) {
+    count(v.size());
+    for (const ScopeCondition& c : v) str(c.key), str(c.range), strings(c.any_of);
+  }
+  void context(const Context& c) {
+    count(c.values.size());
+    for (const auto& [k, v] : c.values) str(k), str(v);
   }
   void assignments(const std::vector<std::pair<std::string, Value>>& v) {
     count(v.size());
@@ -128,16 +137,14 @@ void Writer::entry(const Entry& e) {
     str(m.text);
     count(m.captures.size());
     for (const Capture& c : m.captures) str(c.name), str(c.value);
-    count(m.context.values.size());
-    for (const auto& [k, v] : m.context.values) str(k), str(v);
+    context(m.context);
     location(m.where);
   }
   count(e.no_match_examples.size());
   for (const NoMatchExample& m : e.no_match_examples) str(m.text), location(m.where);
   i64(e.priority);
   strings(e.unless);
-  count(e.applies_to.size());
-  for (const ScopeCondition& c : e.applies_to) str(c.key), str(c.range), strings(c.any_of);
+  scope(e.applies_to);
   count(e.preflight.size());
   for (const PreflightCondition& c : e.preflight) {
     count(c.keys.size());
@@ -147,6 +154,26 @@ void Writer::entry(const Entry& e) {
       for (const Value& v : values) value(v);
     }
     str(c.model);
+    count(c.tests.size());
+    for (const PreflightTest& t : c.tests) {
+      str(t.key);
+      u8(static_cast<std::uint8_t>(t.op));
+      count(t.values.size());
+      for (const Value& v : t.values) value(v);
+    }
+    u8(static_cast<std::uint8_t>(c.config));
+    strings(c.model_types);
+    strings(c.architectures);
+    scope(c.applies_to);
+  }
+  count(e.preflight_examples.size());
+  for (const PreflightExample& x : e.preflight_examples) {
+    u8(x.fires ? 1 : 0);
+    str(x.config);
+    str(x.model_config);
+    str(x.generation_config);
+    context(x.context);
+    location(x.where);
   }
   u8(e.imported ? 1 : 0);
   location(e.where);
@@ -220,6 +247,21 @@ class Reader {
       std::string k = str();
       return std::pair<std::string, Value>(std::move(k), value());
     });
+  }
+  void scope(std::vector<ScopeCondition>& v) {
+    list(v, [this] {
+      ScopeCondition c;
+      c.key = str();
+      c.range = str();
+      strings(c.any_of);
+      return c;
+    });
+  }
+  void context(Context& c) {
+    for (std::uint32_t n = u32(); n > 0; --n) {
+      std::string k = str();
+      c.values[std::move(k)] = str();
+    }
   }
   Location location() {
     Location l;
@@ -308,10 +350,7 @@ void Reader::entry(Entry& e) {
       c.value = str();
       return c;
     });
-    for (std::uint32_t n = u32(); n > 0; --n) {
-      std::string k = str();
-      m.context.values[std::move(k)] = str();
-    }
+    context(m.context);
     m.where = location();
     return m;
   });
@@ -323,13 +362,7 @@ void Reader::entry(Entry& e) {
   });
   e.priority = int32();
   strings(e.unless);
-  list(e.applies_to, [this] {
-    ScopeCondition c;
-    c.key = str();
-    c.range = str();
-    strings(c.any_of);
-    return c;
-  });
+  scope(e.applies_to);
   list(e.preflight, [this] {
     PreflightCondition c;
     list(c.keys, [this] {
@@ -339,7 +372,32 @@ void Reader::entry(Entry& e) {
       return kv;
     });
     c.model = str();
+    list(c.tests, [this] {
+      PreflightTest t;
+      t.key = str();
+      const std::uint8_t op = u8();
+      if (op > static_cast<std::uint8_t>(PreflightTest::Op::not_multiple_of)) fail(pos_ - 1, "an unknown preflight test");
+      t.op = static_cast<PreflightTest::Op>(op);
+      list(t.values, [this] { return value(); });
+      return t;
+    });
+    const std::uint8_t kind = u8();
+    if (kind > static_cast<std::uint8_t>(ConfigKind::generation)) fail(pos_ - 1, "an unknown config kind");
+    c.config = static_cast<ConfigKind>(kind);
+    strings(c.model_types);
+    strings(c.architectures);
+    scope(c.applies_to);
     return c;
+  });
+  list(e.preflight_examples, [this] {
+    PreflightExample x;
+    x.fires = flag();
+    x.config = str();
+    x.model_config = str();
+    x.generation_config = str();
+    context(x.context);
+    x.where = location();
+    return x;
   });
   e.imported = flag();
   e.where = location();

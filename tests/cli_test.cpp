@@ -206,12 +206,12 @@ TEST(Cli, FixUnknownMessageOrBadConfig) {
 
 TEST(Cli, CheckReportsKnownErrorsAhead) {
   const std::string bad = write_temp("errshim_check_bad.yaml", "n_head: 16\nkv_cache_enabled: true\n");
-  const CliRun r = cli("check --config " + bad);
+  const CliRun r = cli("check --config " + bad + " --model metavoiceio/metavoice-1B-v0.1");
   EXPECT_EQ(r.code, 1);
   EXPECT_NE(r.out.find("will fail: candle.metavoice.kv_cache_enabled"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("because: kv_cache_enabled = true"), std::string::npos) << r.out;
   const std::string good = write_temp("errshim_check_good.yaml", "n_head: 16\nkv_cache_enabled: false\n");
-  EXPECT_EQ(cli("check --config " + good).code, 0);
+  EXPECT_EQ(cli("check --config " + good + " --model metavoiceio/metavoice-1B-v0.1").code, 0);
 }
 
 TEST(Cli, SnapshotLoadsAsACatalogAndAnswersAlike) {

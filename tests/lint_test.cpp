@@ -121,5 +121,58 @@ TEST(Lint, DoesNotReportALinearPatternOrATemplate) {
   for (const Problem& p : ps) EXPECT_EQ(p.message.find("grows faster"), std::string::npos) << p.to_string();
 }
 
+// examples.preflight: the entry's condition must fire on each 'fires' config
+// and stay quiet on each 'quiet' one, and both kinds must be there.
+struct PreflightLintCase {
+  std::string name;
+  std::string examples;  // lines inside `examples:` (indent 6)
+  std::string preflight;  // the entry's preflight line (indent 4), may be empty
+  std::string message;    // expected part of the one problem; empty: clean
+};
+
+class LintPreflightTest : public ::testing::TestWithParam<PreflightLintCase> {};
+
+TEST_P(LintPreflightTest, ChecksExampleConfigsAgainstTheCondition) {
+  const auto ps = lint(*catalog_from(file_yaml(entry_yaml("lib.pf", "x", GetParam().examples + GetParam().preflight))));
+  if (GetParam().message.empty()) {
+    EXPECT_TRUE(ps.empty()) << all(ps);
+    return;
+  }
+  ASSERT_EQ(ps.size(), 1u) << all(ps);
+  EXPECT_EQ(ps[0].entry_id, "lib.pf");
+  EXPECT_NE(ps[0].message.find(GetParam().message), std::string::npos) << ps[0].to_string();
+}
+
+const std::string kCondition = "    preflight: {when: {use_cache: false}, model_type: llama}\n";
+
+INSTANTIATE_TEST_SUITE_P(
+    Rows, LintPreflightTest,
+    ::testing::Values(
+        PreflightLintCase{"Clean",
+                          "      preflight:\n"
+                          "        fires: [{model_config: {model_type: llama, use_cache: false}}]\n"
+                          "        quiet: [{model_config: {model_type: mistral, use_cache: false}}]\n",
+                          kCondition, ""},
+        PreflightLintCase{"NoExamples", "", kCondition, "(missing: both)"},
+        PreflightLintCase{"NoQuietExample",
+                          "      preflight:\n"
+                          "        fires: [{model_config: {model_type: llama, use_cache: false}}]\n",
+                          kCondition, "(missing: quiet)"},
+        PreflightLintCase{"QuietExampleFires",
+                          "      preflight:\n"
+                          "        fires: [{model_config: {model_type: llama, use_cache: false}}]\n"
+                          "        quiet: [{config: {model_type: llama, use_cache: false}}]\n",
+                          kCondition, "under 'quiet' meets a preflight condition of the entry: a false alarm"},
+        PreflightLintCase{"FiresExampleQuiet",
+                          "      preflight:\n"
+                          "        fires: [{model_config: {use_cache: false}}]\n"
+                          "        quiet: [{model_config: {model_type: llama, use_cache: true}}]\n",
+                          kCondition, "under 'fires' does not meet any preflight condition"},
+        PreflightLintCase{"ExamplesWithoutCondition",
+                          "      preflight:\n"
+                          "        fires: [{config: {use_cache: false}}]\n",
+                          "", "examples.preflight is given but the entry has no 'preflight' condition"}),
+    [](const ::testing::TestParamInfo<PreflightLintCase>& info) { return info.param.name; });
+
 }  // namespace
 }  // namespace errshim

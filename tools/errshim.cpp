@@ -292,9 +292,30 @@ int check(const Args& a) {
   if (a.config.empty()) throw usage_error("check needs --config FILE");
   errshim::Context context = a.context;
   if (!a.model.empty()) context.values["model"] = a.model;
-  const errshim::ConfigTree config = errshim::ConfigTree::load(a.config);
+  // The config the user has: a model folder gives config.json and
+  // generation_config.json (either may be missing); a file named like one of
+  // them is that kind; any other file is the host's own, of no stated kind.
+  std::optional<errshim::ConfigTree> own, model, generation;
+  const std::filesystem::path path(a.config);
+  if (std::filesystem::is_directory(path)) {
+    if (std::filesystem::exists(path / "config.json")) model = errshim::ConfigTree::load(path / "config.json");
+    if (std::filesystem::exists(path / "generation_config.json"))
+      generation = errshim::ConfigTree::load(path / "generation_config.json");
+    if (!model && !generation)
+      throw usage_error(fmt::format("{} holds neither config.json nor generation_config.json", a.config));
+  } else if (path.filename() == "config.json") {
+    model = errshim::ConfigTree::load(path);
+  } else if (path.filename() == "generation_config.json") {
+    generation = errshim::ConfigTree::load(path);
+  } else {
+    own = errshim::ConfigTree::load(path);
+  }
+  errshim::PreflightConfigs configs;
+  configs.config = own ? &*own : nullptr;
+  configs.model = model ? &*model : nullptr;
+  configs.generation = generation ? &*generation : nullptr;
   const auto catalog = catalog_for(a);
-  const auto findings = errshim::check(config, *catalog, context);
+  const auto findings = errshim::check(configs, *catalog, context);
   for (const auto& f : findings) {
     std::vector<std::string> because;
     for (const auto& [path, v] : f.because) because.push_back(fmt::format("{} = {}", errshim::to_string(path), value_text(v)));

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <filesystem>
 #include <memory>
 #include <optional>
@@ -75,12 +76,52 @@ struct Remediation {
   std::optional<Fix> fix;
 };
 
+// Which of the user's configs a preflight condition reads its keys from.
+enum class ConfigKind : std::uint8_t {
+  any,         // whichever config holds the key
+  model,       // the model's config.json (model_type, architectures, ...)
+  generation,  // generation_config.json
+};
+
+// A test of one config value other than "is one of" (preflight `when:`
+// values such as `{gt: 1}`, `{not: [2, 4]}`, `{not_multiple_of: num_heads}`).
+// A number operand is literal; a string operand names another key of the
+// same config, whose value is compared against.
+struct PreflightTest {
+  enum class Op : std::uint8_t { not_in, gt, ge, lt, le, not_multiple_of };
+  std::string key;            // key or dotted path
+  Op op = Op::not_in;
+  std::vector<Value> values;  // not_in: any number of values; the others: exactly one operand
+};
+
 // A config condition under which an entry's error is known to happen:
-// every key holds one of its values (all-of), and `model`, when given, is a
-// regex the context's "model" must contain. Used by preflight checks.
+// every key holds one of its values and every test holds (all-of). Scoped:
+// `config` says which config file the keys are read from; `model_types` and
+// `architectures` name the model family as the model config states it
+// (`model_type`, `architectures`), `model` is a regex on the model name
+// (context "model") used when the config does not state its family;
+// `applies_to` (library versions, ...) must be confirmed by the context.
+// Used by preflight checks.
 struct PreflightCondition {
   std::vector<std::pair<std::string, std::vector<Value>>> keys;  // key or dotted path -> any of
   std::string model;                                              // regex, may be empty
+  std::vector<PreflightTest> tests;
+  ConfigKind config = ConfigKind::any;
+  std::vector<std::string> model_types;    // config.json `model_type`, any of
+  std::vector<std::string> architectures;  // config.json `architectures`, any element any of
+  std::vector<ScopeCondition> applies_to;  // confirmed by the context, or the condition does not hold
+};
+
+// A config that a preflight condition of the entry must report (`fires`)
+// or must leave alone (`quiet`): examples.preflight in the catalog. Each
+// config is stored as JSON text; an empty one is not given.
+struct PreflightExample {
+  bool fires = true;
+  std::string config;             // a config of no stated kind (the host's own)
+  std::string model_config;       // config.json
+  std::string generation_config;  // generation_config.json
+  Context context;                // e.g. model=NAME, transformers=4.57
+  Location where;
 };
 
 struct MatchExample {
@@ -117,6 +158,7 @@ struct Entry {
   std::vector<std::string> unless;  // regexes; a hit on any of them vetoes this entry
   std::vector<ScopeCondition> applies_to;  // library versions, device, backend; empty = general
   std::vector<PreflightCondition> preflight;  // any of these configs will hit this error
+  std::vector<PreflightExample> preflight_examples;  // configs that must / must not meet `preflight`
   bool imported = false;            // text came from an importer, not written by us
   Location where;                   // the entry's position in its file
 };
