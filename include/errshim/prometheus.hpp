@@ -49,17 +49,16 @@ struct PrometheusOptions {
                                          2.5e-4, 5e-4, 1e-3, 1e-2, 1e-1};
 };
 
-// The fingerprint of an error text errshim does not recognise, for grouping
-// without keeping the text: the exception class of the root-cause segment
-// (as the normaliser finds it; "-" when none, and only [A-Za-z0-9_.:] kept,
-// at most 64 characters) and 12 hex digits of a hash of that segment's first
-// line with digit runs and quoted values masked, so the same error with other
-// numbers or user values is one fingerprint.
-struct ErrorFingerprint {
+// The labels an error errshim does not recognise is counted under: the
+// exception class of its root-cause segment (as the normaliser finds it;
+// "-" when none, only [A-Za-z0-9_.:] kept, at most 64 characters) and its
+// fingerprint (errshim/fingerprint.hpp), so every worker's copy of one error
+// is one series.
+struct UnrecognisedLabels {
   std::string error_class;
-  std::string hash;
+  std::string fingerprint;
 };
-ErrorFingerprint fingerprint(std::string_view error_text);
+UnrecognisedLabels unrecognised_labels(std::string_view error_text);
 
 // Thread-safe. Registers its families in `registry` on construction; the
 // registry must outlive it, and it must outlive every policy it is attached to.

@@ -358,9 +358,9 @@ class Server {
       // metrics bridge counted it under its fingerprint.
       status = 500;
       const std::string text = errshim::exception_text(std::current_exception()).substr(0, kMaxLoggedText);
-      const errshim::ErrorFingerprint f = errshim::fingerprint(text);
+      const errshim::UnrecognisedLabels f = errshim::unrecognised_labels(text);
       audit_.write("unrecognised", fmt::format("\"request\": {}, \"class\": {}, \"fingerprint\": \"{}\", \"message\": {}",
-                                               id, errshim::json_quote(f.error_class), f.hash, errshim::json_quote(text)));
+                                               id, errshim::json_quote(f.error_class), f.fingerprint, errshim::json_quote(text)));
       body = fmt::format("{{\"ok\": false, \"error\": \"unrecognised\", \"message\": {}}}", errshim::json_quote(e.what()));
     } catch (...) {
       status = 500;

@@ -1,56 +1,20 @@
 #include "errshim/prometheus.hpp"
 
-#include <cstdint>
 #include <map>
 #include <mutex>
 #include <utility>
 
-#include <fmt/format.h>
 #include <prometheus/counter.h>
 #include <prometheus/gauge.h>
 #include <prometheus/histogram.h>
 
 #include "chars.hpp"
+#include "errshim/fingerprint.hpp"
 #include "errshim/normalize.hpp"
 
 namespace errshim {
 
 namespace {
-
-using detail::is_digit;
-
-// The first line of a segment with what varies between occurrences of one
-// error masked: runs of digits become '0', and a quoted value ('...' or
-// "...", on this line) becomes '?', since messages quote user values.
-std::string masked_first_line(std::string_view text) {
-  text = text.substr(0, text.find('\n'));
-  std::string out;
-  out.reserve(text.size());
-  for (std::size_t i = 0; i < text.size(); ++i) {
-    const char c = text[i];
-    if (is_digit(c)) {
-      while (i + 1 < text.size() && is_digit(text[i + 1])) ++i;
-      out += '0';
-    } else if (c == '\'' || c == '"') {
-      const std::size_t close = text.find(c, i + 1);
-      if (close == std::string_view::npos) {
-        out += c;
-        continue;
-      }
-      out += '?';
-      i = close;
-    } else {
-      out += c;
-    }
-  }
-  return out;
-}
-
-std::uint64_t fnv1a(std::string_view s) {
-  std::uint64_t h = 1469598103934665603ull;
-  for (char c : s) h = (h ^ static_cast<unsigned char>(c)) * 1099511628211ull;
-  return h;
-}
 
 // A label value from a class name found in hostile text: a fixed alphabet
 // and length, so it cannot smuggle anything into the exposition.
@@ -65,15 +29,10 @@ std::string class_label(std::string_view name) {
 
 }  // namespace
 
-ErrorFingerprint fingerprint(std::string_view error_text) {
+UnrecognisedLabels unrecognised_labels(std::string_view error_text) {
   const Normalized n = normalize(error_text);
-  std::string_view cls, text = error_text;
-  if (!n.segments.empty()) {
-    cls = n.segments.front().exception_class;
-    text = n.segments.front().text;
-  }
-  const std::string masked = masked_first_line(text);
-  return {class_label(cls), fmt::format("{:012x}", fnv1a(masked) >> 16)};
+  const std::string_view cls = n.segments.empty() ? std::string_view() : n.segments.front().exception_class;
+  return {class_label(cls), fingerprint(error_text).id};
 }
 
 struct PrometheusMetrics::Impl {
@@ -135,12 +94,12 @@ struct PrometheusMetrics::Impl {
         latency_unrecognised(latency.Add({{"result", "unrecognised"}}, options.latency_buckets)),
         other(unrecognised.Add({{"class", "other"}, {"fingerprint", "other"}})) {}
 
-  prometheus::Counter& bucket(const ErrorFingerprint& f) {
+  prometheus::Counter& bucket(const UnrecognisedLabels& f) {
     std::lock_guard<std::mutex> lock(mutex);
-    const std::string key = f.error_class + '\n' + f.hash;
+    const std::string key = f.error_class + '\n' + f.fingerprint;
     if (auto it = buckets.find(key); it != buckets.end()) return *it->second;
     if (buckets.size() >= options.fingerprint_buckets) return other;
-    prometheus::Counter& c = unrecognised.Add({{"class", f.error_class}, {"fingerprint", f.hash}});
+    prometheus::Counter& c = unrecognised.Add({{"class", f.error_class}, {"fingerprint", f.fingerprint}});
     buckets.emplace(key, &c);
     return c;
   }
@@ -193,7 +152,7 @@ void PrometheusMetrics::observe(const MatchEvent& e) {
     return;
   }
   impl_->latency_unrecognised.Observe(seconds);
-  impl_->bucket(fingerprint(e.text)).Increment();
+  impl_->bucket(unrecognised_labels(e.text)).Increment();
 }
 
 void PrometheusMetrics::observe(const ReloadReport& r) {

@@ -10,6 +10,7 @@
 #include <prometheus/registry.h>
 
 #include <errshim/errshim.hpp>
+#include <errshim/fingerprint.hpp>
 #include <errshim/prometheus.hpp>
 
 #include "../test_catalogs.hpp"
@@ -95,14 +96,14 @@ TEST(PrometheusMetrics, UnrecognisedErrorIsCountedByFingerprintAndTimed) {
   PrometheusMetrics metrics(registry);
   Policy policy;
   metrics.attach(policy);
-  for (const char* text : {"unknown dtype 'int8'", "unknown dtype 'fp4'"}) {
+  for (const char* text : {"shard 3 lost its KV block", "shard 7 lost its KV block"}) {
     EXPECT_THROW(remediate(config(), [&](const ConfigTree&) -> int { throw std::invalid_argument(text); }, policy,
                            *catalog()),
                  std::invalid_argument);
   }
-  const ErrorFingerprint f = fingerprint("unknown dtype 'int8'");
-  // The quoted value is masked: both are one fingerprint.
-  EXPECT_EQ(value(registry, "errshim_unrecognised_errors_total", {{"class", f.error_class}, {"fingerprint", f.hash}}), 2);
+  const UnrecognisedLabels f = unrecognised_labels("shard 3 lost its KV block");
+  // The number is masked: both are one series.
+  EXPECT_EQ(value(registry, "errshim_unrecognised_errors_total", {{"class", f.error_class}, {"fingerprint", f.fingerprint}}), 2);
   EXPECT_EQ(value(registry, "errshim_unrecognised_errors_total", {{"class", "other"}, {"fingerprint", "other"}}), 0);
   EXPECT_EQ(value(registry, "errshim_match_duration_seconds", {{"result", "unrecognised"}}), 2);
 }
@@ -117,8 +118,8 @@ TEST(PrometheusMetrics, FingerprintsBeyondTheBoundGoToOther) {
   // other, plus the first two fingerprints seen; the third and fourth are "other".
   EXPECT_EQ(series(registry, "errshim_unrecognised_errors_total"), 3u);
   EXPECT_EQ(value(registry, "errshim_unrecognised_errors_total", {{"class", "other"}, {"fingerprint", "other"}}), 2);
-  const ErrorFingerprint first = fingerprint("disk full");
-  EXPECT_EQ(value(registry, "errshim_unrecognised_errors_total", {{"class", first.error_class}, {"fingerprint", first.hash}}),
+  const UnrecognisedLabels first = unrecognised_labels("disk full");
+  EXPECT_EQ(value(registry, "errshim_unrecognised_errors_total", {{"class", first.error_class}, {"fingerprint", first.fingerprint}}),
             2);
 }
 
@@ -151,20 +152,17 @@ TEST(PrometheusMetrics, CountsSwappedAndRefusedReloadsButNotUnchangedOnes) {
   EXPECT_EQ(value(registry, "errshim_catalog_entries"), 0);
 }
 
-TEST(Fingerprint, MasksNumbersAndQuotedValuesAndKeepsTheRootCauseClass) {
-  EXPECT_EQ(fingerprint("CUDA out of memory at step 12").hash, fingerprint("CUDA out of memory at step 7").hash);
-  EXPECT_EQ(fingerprint("unknown device \"npu\"").hash, fingerprint("unknown device \"tpu:0\"").hash);
-  EXPECT_NE(fingerprint("unknown device 'npu'").hash, fingerprint("unknown dtype 'npu'").hash);
-  const ErrorFingerprint py = fingerprint(
+TEST(UnrecognisedLabels, ClassOfTheRootCauseAndTheSharedFingerprint) {
+  const UnrecognisedLabels py = unrecognised_labels(
       "Traceback (most recent call last):\n  File \"a.py\", line 1, in <module>\nKeyError: 'lm_head.weight'\n");
   EXPECT_EQ(py.error_class, "KeyError");
-  EXPECT_EQ(py.hash.size(), 12u);
-  EXPECT_EQ(fingerprint("plain text").error_class, "-");
+  EXPECT_EQ(py.fingerprint, fingerprint("KeyError: 'lm_head.weight'").id);
+  EXPECT_EQ(unrecognised_labels("plain text").error_class, "-");
 }
 
-TEST(Fingerprint, ClassFromHostileTextIsReducedToASafeBoundedLabel) {
+TEST(UnrecognisedLabels, ClassFromHostileTextIsReducedToASafeBoundedLabel) {
   const std::string evil = std::string(200, 'A') + "Error";
-  const ErrorFingerprint f = fingerprint("Traceback (most recent call last):\n  File \"a.py\", line 1, in <module>\n" +
+  const UnrecognisedLabels f = unrecognised_labels("Traceback (most recent call last):\n  File \"a.py\", line 1, in <module>\n" +
                                          evil + ": boom\n");
   EXPECT_EQ(f.error_class, std::string(64, 'A'));  // the normaliser found the class; the label keeps 64 characters
   EXPECT_EQ(f.error_class.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.:"),
