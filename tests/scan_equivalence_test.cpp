@@ -278,6 +278,8 @@ std::string line_prefix(std::mt19937_64& rng) {
   }
 }
 
+std::uint64_t k_line(std::mt19937_64& rng) { return 1 + rng() % 999; }
+
 struct Generated {
   std::string text;
   ScanOptions options;
@@ -308,7 +310,19 @@ Generated generate(std::uint64_t seed, double error_share) {
       for (std::size_t k = from; k < std::min(src.size(), from + n); ++k) lines.push_back(prefix + src[k]);
     } else if (r < error_share * 2) {
       lines.push_back(line_prefix(rng) + kTricky[rng() % kTricky.size()]);
-    } else if (r < error_share * 2 + 0.01) {
+    } else if (r < error_share * 2.5) {
+      // A c10 message printed raw: a paragraph of 1-12 plain lines (the
+      // look-back takes at most 8), sometimes broken by a blank or a record.
+      const std::size_t n = 1 + rng() % 12;
+      for (std::size_t k = 0; k < n; ++k) {
+        const auto pick = rng() % 10;
+        lines.push_back(pick == 0 ? "" : pick == 1 ? kNoise[0] : "paragraph line " + std::to_string(k));
+      }
+      lines.push_back(std::string(rng() % 3 == 0 ? "[rank0]: " : "") +
+                      "Exception raised from check at aten/src/X.cpp:" + std::to_string(k_line(rng)) +
+                      " (most recent call first):");
+      lines.push_back("frame #0: c10::Error::Error + 0x6c (0x7f in libc10.so)");
+    } else if (r < error_share * 2.5 + 0.01) {
       // Lines at the size limit, a marker just inside or just past it.
       const std::size_t len = max_line - 8 + rng() % 16;
       std::string l(len, 'x');
