@@ -1009,16 +1009,29 @@ class Mapping {
     if (data_ != nullptr) ::munmap(const_cast<char*>(data_), size_);
   }
   const char* data() const noexcept { return data_; }
+  // Gives back the whole 2 MiB steps inside [b, e).
   void release(const char* b, const char* e) const noexcept {
-    static const std::uintptr_t page = static_cast<std::uintptr_t>(::sysconf(_SC_PAGESIZE));
-    const std::uintptr_t lo = (reinterpret_cast<std::uintptr_t>(b) + page - 1) & ~(page - 1);
-    const std::uintptr_t hi = reinterpret_cast<std::uintptr_t>(e) & ~(page - 1);
-    if (hi > lo) ::madvise(reinterpret_cast<void*>(lo), hi - lo, MADV_DONTNEED);
+    constexpr std::size_t kStep = 2u << 20;
+    const std::size_t lo = (static_cast<std::size_t>(b - data_) + kStep - 1) / kStep * kStep;
+    const std::size_t hi = static_cast<std::size_t>(e - data_) / kStep * kStep;
+    if (hi > lo) ::madvise(const_cast<char*>(data_) + lo, hi - lo, MADV_DONTNEED);
+  }
+
+  // Gives back the pages before `p`, in whole 2 MiB steps from the start:
+  // the page cache may hold a file in large folios, and giving back pieces
+  // of one left all of it mapped.
+  void release_before(const char* p) noexcept {
+    constexpr std::size_t kStep = 2u << 20;
+    const std::size_t upto = static_cast<std::size_t>(p - data_) / kStep * kStep;
+    if (upto <= released_) return;
+    ::madvise(const_cast<char*>(data_) + released_, upto - released_, MADV_DONTNEED);
+    released_ = upto;
   }
 
  private:
   const char* data_ = nullptr;
   std::size_t size_;
+  std::size_t released_ = 0;
 };
 
 // [b, e) cut into parts of about `part` bytes, each ending after a '\n'
@@ -1047,7 +1060,7 @@ struct Emitter {
   }
 };
 
-ScanStats scan_mapped_serial(const Mapping& map, std::size_t size, const std::string& path, const Catalog& catalog,
+ScanStats scan_mapped_serial(Mapping& map, std::size_t size, const std::string& path, const Catalog& catalog,
                              const BlockVisitor& visit, const ScanOptions& options) {
   constexpr std::size_t kRegion = 8u << 20;
   ScanStats stats;
@@ -1059,7 +1072,7 @@ ScanStats scan_mapped_serial(const Mapping& map, std::size_t size, const std::st
   for (std::size_t i = 0; i < regions.size(); ++i) {
     driver.run(regions[i].first, regions[i].second, i + 1 == regions.size());
     driver.end_region();
-    map.release(regions[i].first, regions[i].second);
+    map.release_before(regions[i].second);
     progress(static_cast<std::uint64_t>(regions[i].second - base));
   }
   driver.finish();
@@ -1105,22 +1118,25 @@ std::uint64_t first_quiet(const std::vector<std::pair<std::uint64_t, std::uint64
 // state is exact) goes on into the next part until both are quiet at the
 // same line (usually a few lines in); from there on the part's own results
 // are the same as a continued scan's, and its scanner goes on.
-ScanStats scan_mapped_parallel(const Mapping& map, std::size_t size, unsigned threads, std::size_t part_bytes,
+ScanStats scan_mapped_parallel(Mapping& map, std::size_t size, unsigned threads, std::size_t part_bytes,
                                const std::string& path, const Catalog& catalog, const BlockVisitor& visit,
                                const ScanOptions& options) {
   ScanStats stats;
   stats.bytes = size;
   const char* const base = map.data();
-  if (part_bytes == 0) part_bytes = std::clamp<std::size_t>(size / (threads * 4u), 1u << 20, 16u << 20);
-  const auto ranges = split_lines(base, base + size, part_bytes);
-  std::vector<Part> parts(ranges.size());
-  for (std::size_t i = 0; i < ranges.size(); ++i) {
-    parts[i].begin = ranges[i].first;
-    parts[i].end = ranges[i].second;
-    parts[i].final = i + 1 == ranges.size();
-  }
+  if (part_bytes == 0) part_bytes = std::clamp<std::size_t>(size / (threads * 4u), 1u << 20, 4u << 20);
+  // Each part is [the line start at or after i * part_bytes, the one at or
+  // after (i + 1) * part_bytes), found by the worker that takes it: finding
+  // them all up front would touch the whole file at once.
+  std::vector<Part> parts((size + part_bytes - 1) / part_bytes);
+  const auto line_start_from = [&](std::size_t at) -> const char* {
+    if (at == 0) return base;
+    if (at >= size) return base + size;
+    const void* nl = std::memchr(base + at - 1, '\n', size - at + 1);
+    return nl != nullptr ? static_cast<const char*>(nl) + 1 : base + size;
+  };
   // Parts scanned ahead of the one handed out, bounding memory.
-  const std::size_t window = std::size_t{threads} * 2;
+  const std::size_t window = std::size_t{threads} + 2;
   std::mutex mu;
   std::condition_variable cv;
   std::size_t next = 0, handed = 0;
@@ -1137,6 +1153,9 @@ ScanStats scan_mapped_parallel(const Mapping& map, std::size_t size, unsigned th
       }
       Part& part = parts[i];
       try {
+        part.begin = line_start_from(i * part_bytes);
+        part.end = std::max(part.begin, line_start_from((i + 1) * part_bytes));
+        part.final = i + 1 == parts.size();
         auto driver = std::make_unique<Driver>(path, catalog, options, nullptr);
         Driver* d = driver.get();
         driver->set_sink([&part, d](ScanBlock& b) { part.blocks.push_back(Part::Found{std::move(b), d->opened_at()}); });
@@ -1145,10 +1164,12 @@ ScanStats scan_mapped_parallel(const Mapping& map, std::size_t size, unsigned th
         driver->end_region();
         part.lines = driver->lines();
         part.driver = std::move(driver);
+        // Done with but the part's head, which the scan coming from the
+        // part before reads again (a page given back is read back).
+        map.release(part.begin + (64u << 10), part.end);
       } catch (...) {
         part.error = std::current_exception();
       }
-      map.release(part.begin, part.end);
       {
         std::lock_guard<std::mutex> lock(mu);
         part.done = true;
@@ -1194,7 +1215,6 @@ ScanStats scan_mapped_parallel(const Mapping& map, std::size_t size, unsigned th
         if (!current->run(part.begin, part.end, part.final)) from = current->stopped_at() - shift;
         current->set_quiet_hook(nullptr);
         if (from == 0) current->end_region();
-        map.release(part.begin, part.end);
       }
       if (from != 0) {
         for (Part::Found& f : part.blocks) {
@@ -1209,6 +1229,7 @@ ScanStats scan_mapped_parallel(const Mapping& map, std::size_t size, unsigned th
       }
       part.blocks = {};
       part.driver.reset();
+      map.release_before(part.end);
       lines_before += part.lines;
       {
         std::lock_guard<std::mutex> lock(mu);
@@ -1249,7 +1270,7 @@ ScanStats detail::scan_file_parts(const std::string& path, const Catalog& catalo
   const bool regular = ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0;
   if (regular) {
     const auto size = static_cast<std::size_t>(st.st_size);
-    const Mapping map(fd, size);
+    Mapping map(fd, size);
     ::close(fd);
     if (map.data() != nullptr) {
       if (threads == 0)
