@@ -151,7 +151,8 @@ def main(argv=None):
     ap.add_argument("--scan-densities", default="2000,50", help="lines per error block")
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--jobs", default="1,2", help="errshim scan -j values")
-    ap.add_argument("--build-dir", default=os.path.join(ROOT, "build-bench"))
+    # Not bench/run's build-bench: that one is configured without the CLI.
+    ap.add_argument("--build-dir", default=os.path.join(ROOT, "build-bench-scan"))
     ap.add_argument("--no-build", action="store_true")
     ap.add_argument("--tmp", default=tempfile.gettempdir())
     ap.add_argument("--keep", action="store_true", help="keep the generated logs")

@@ -4,12 +4,19 @@
 //   std::ifstream log("serve.log", std::ios::binary);
 //   errshim::scan(log, "serve.log", *errshim::Catalog::embedded(),
 //                 [&](const errshim::ScanBlock& b) { summary.add(b); });
+//   // or, by path (mapped, -j style threads):
+//   errshim::scan_file("serve.log", *errshim::Catalog::embedded(),
+//                      [&](const errshim::ScanBlock& b) { summary.add(b); });
 //   fmt::print("{}", summary.to_text());
 //
-// The log is read once, line by line, in bounded memory whatever its size:
-// a line longer than ScanOptions::max_line_bytes is cut, a block longer than
+// The log is read once in bounded memory whatever its size: a line longer
+// than ScanOptions::max_line_bytes is cut, a block longer than
 // max_block_bytes keeps its head and tail, and nothing else is held. Each
 // block is handed to the visitor as soon as it ends, so output can stream.
+// Lines are classified only where a literal search over the bytes finds a
+// marker that can open a block (see src/scan_candidates.hpp); the result is
+// the same as classifying every line. scan_file() maps the file and can
+// split it across threads.
 #pragma once
 
 #include <cstddef>
