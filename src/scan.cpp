@@ -1155,7 +1155,7 @@ ScanStats scan_mapped_parallel(Mapping& map, std::size_t size, unsigned threads,
       try {
         part.begin = line_start_from(i * part_bytes);
         part.end = std::max(part.begin, line_start_from((i + 1) * part_bytes));
-        part.final = i + 1 == parts.size();
+        part.final = part.end == base + size;  // a last line without a newline is this part's
         auto driver = std::make_unique<Driver>(path, catalog, options, nullptr);
         Driver* d = driver.get();
         driver->set_sink([&part, d](ScanBlock& b) { part.blocks.push_back(Part::Found{std::move(b), d->opened_at()}); });
