@@ -1250,6 +1250,51 @@ ScanStats scan_mapped_parallel(Mapping& map, std::size_t size, unsigned threads,
 }
 #endif
 
+#if ERRSHIM_SCAN_MMAP
+// A stream over an open file descriptor: a FIFO is read through the
+// descriptor that opened it (opened again, its writer may be gone).
+class FdBuf : public std::streambuf {
+ public:
+  explicit FdBuf(int fd) : fd_(fd) {}
+  FdBuf(const FdBuf&) = delete;
+  FdBuf& operator=(const FdBuf&) = delete;
+  ~FdBuf() override { ::close(fd_); }
+  int error() const noexcept { return error_; }
+
+ protected:
+  std::streamsize xsgetn(char* s, std::streamsize n) override {
+    std::streamsize got = 0;
+    if (gptr() < egptr()) {  // what underflow() buffered first
+      got = std::min<std::streamsize>(n, egptr() - gptr());
+      std::memcpy(s, gptr(), static_cast<std::size_t>(got));
+      gbump(static_cast<int>(got));
+    }
+    while (got < n) {
+      const ssize_t r = ::read(fd_, s + got, static_cast<std::size_t>(n - got));
+      if (r < 0 && errno == EINTR) continue;
+      if (r <= 0) {
+        if (r < 0) error_ = errno;
+        break;
+      }
+      got += r;
+    }
+    return got;
+  }
+  int_type underflow() override {
+    if (gptr() < egptr()) return traits_type::to_int_type(*gptr());
+    const std::streamsize r = xsgetn(one_, 1);
+    if (r <= 0) return traits_type::eof();
+    setg(one_, one_, one_ + 1);
+    return traits_type::to_int_type(one_[0]);
+  }
+
+ private:
+  int fd_;
+  int error_ = 0;
+  char one_[1] = {};
+};
+#endif
+
 [[noreturn]] void cannot_read(const std::string& path, int err) {
   throw std::system_error(err, std::generic_category(), fmt::format("errshim::scan_file: cannot read '{}'", path));
 }
@@ -1279,13 +1324,18 @@ ScanStats detail::scan_file_parts(const std::string& path, const Catalog& catalo
       return scan_mapped_serial(map, size, path, catalog, visit, options);
     }
   } else {
-    ::close(fd);
+    // Not mappable (a FIFO, an empty or /proc file): read as a stream.
+    FdBuf buf(fd);
+    std::istream in(&buf);
+    const ScanStats stats = scan(in, path, catalog, visit, options);
+    if (buf.error() != 0) cannot_read(path, buf.error());
+    return stats;
   }
 #else
   (void)threads;
   (void)part_bytes;
 #endif
-  // Not mappable (a FIFO, an empty or /proc file, a failed mapping): a stream.
+  // A failed mapping, or no mappings on this platform: a stream.
   std::ifstream in(path, std::ios::binary);
   if (!in) cannot_read(path, errno);
   return scan(in, path, catalog, visit, options);

@@ -169,28 +169,27 @@ TEST(ScanEquivalence, SameBlocksOnTheScanCorpus) {
   }
 }
 
+// Each text scanned alone (stream), then all of them as one log, `gap`
+// between them (every path).
+void expect_equivalent_texts(const std::vector<std::string>& texts, const std::string& gap, const std::string& name) {
+  std::string all;
+  for (const auto& t : texts) {
+    all += t + gap;
+    expect_same(reference(t, {}), fast_stream(t, {}), t.substr(0, 80));
+  }
+  expect_equivalent(all, {}, name + ", concatenated");
+}
+
 TEST(ScanEquivalence, SameBlocksOnTheRealWorldCorpus) {
   const auto texts = realworld_texts();
   ASSERT_GT(texts.size(), 50u);
-  std::string all;
-  for (const auto& t : texts) {
-    all += t + "\n";
-    const Result want = reference(t, {});
-    expect_same(want, fast_stream(t, {}), t.substr(0, 80));
-  }
-  expect_equivalent(all, {}, "realworld, concatenated");
+  expect_equivalent_texts(texts, "\n", "realworld");
 }
 
 TEST(ScanEquivalence, SameBlocksOnTheCatalogExamples) {
   const auto texts = catalog_examples();
   ASSERT_GT(texts.size(), 100u);
-  std::string all;
-  for (const auto& t : texts) {
-    all += t + "\n\n";
-    const Result want = reference(t, {});
-    expect_same(want, fast_stream(t, {}), t.substr(0, 80));
-  }
-  expect_equivalent(all, {}, "catalog examples, concatenated");
+  expect_equivalent_texts(texts, "\n\n", "catalog examples");
 }
 
 // ------------------------------------------------------------ generated logs
