@@ -123,7 +123,14 @@ def rg_patterns(errshim, rg, out_path):
 # ------------------------------------------------------------------ timing
 
 def timed(cmd):
-    """Wall seconds and peak RSS (MiB) of one run, output discarded."""
+    """Wall and CPU seconds and peak RSS (MiB) of one run, output discarded.
+    The RSS comes from /usr/bin/time when present: the child's own rusage
+    would count the forked Python it was before exec."""
+    rss_file = None
+    if os.path.exists("/usr/bin/time"):
+        fd, rss_file = tempfile.mkstemp(suffix=".rss")
+        os.close(fd)
+        cmd = ["/usr/bin/time", "-f", "%M", "-o", rss_file] + cmd
     start = time.perf_counter()
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     _, status, usage = os.wait4(proc.pid, 0)
@@ -133,16 +140,23 @@ def timed(cmd):
     proc.stderr.close()
     if proc.returncode not in (0, 1):
         raise RuntimeError(f"{' '.join(cmd)}: exit {proc.returncode}: {err.strip()}")
-    return wall, usage.ru_maxrss / 1024
+    rss = usage.ru_maxrss / 1024
+    if rss_file:
+        with open(rss_file) as f:
+            rss = int(f.read().split()[-1]) / 1024
+        os.remove(rss_file)
+    return wall, usage.ru_utime + usage.ru_stime, rss
 
 
 def measure(cmd, repeat, size):
-    walls, rss = [], 0.0
+    walls, cpus, rss = [], [], 0.0
     for _ in range(repeat):
-        w, r = timed(cmd)
+        w, c, r = timed(cmd)
         walls.append(w)
+        cpus.append(c)
         rss = max(rss, r)
-    return {"best": size / MB / min(walls), "median": size / MB / statistics.median(walls), "rss": rss}
+    return {"best": size / MB / min(walls), "median": size / MB / statistics.median(walls),
+            "cpu": size / MB / min(cpus), "rss": rss}
 
 
 def main(argv=None):
@@ -172,10 +186,15 @@ def main(argv=None):
         print("ripgrep not found: its rows are skipped")
     with open("/proc/cpuinfo") as f:
         cpu = next((l.split(":", 1)[1].strip() for l in f if l.startswith("model name")), "?")
-    print(f"machine: {cpu}, {os.cpu_count()} cores, load {os.getloadavg()[0]:.2f}; best / median of {args.repeat}")
+    print(f"machine: {cpu}, {os.cpu_count()} cores, load average {os.getloadavg()[0]:.2f} at the start; "
+          f"{args.repeat} runs each; command: errshim scan --json -j N LOG")
     print()
-    print("| log | errshim -j1 MB/s | " + " | ".join(f"-j{j} MB/s" for j in jobs if j != 1) +
-          " | rg -f MB/s | rg -F Error MB/s | errshim / rg | -j2 / -j1 | peak RSS -j1 / -j2 |")
+    print("MB/s: wall best / median; [cpu]: MB per CPU-second (user + sys), which the other load on a\n"
+          "shared machine affects less; ratios are of the best wall figures")
+    print()
+    print("| log | errshim -j1 MB/s [cpu] | " + " | ".join(f"-j{j} MB/s [cpu]" for j in jobs if j != 1) +
+          " | rg -f MB/s [cpu] | rg -F Error MB/s | errshim / rg | -j2 / -j1 | peak RSS " +
+          " / ".join(f"-j{j}" for j in jobs) + " |")
     print("|---|---:|" + "---:|" * (len([j for j in jobs if j != 1]) + 5))
     made = []
     try:
@@ -191,10 +210,10 @@ def main(argv=None):
                 rgf = measure([rg, "-c", "-f", pattern_file, path], args.repeat, size) if rg else None
                 lit = measure([rg, "-F", "-c", "Error", path], args.repeat, size) if rg else None
                 one = es[jobs[0]]
-                fmt = lambda m: f"{m['best']:.0f} / {m['median']:.0f}"
+                fmt = lambda m: f"{m['best']:.0f} / {m['median']:.0f} [{m['cpu']:.0f}]"
                 row = [f"{size_mb} MiB, 1 in {density}", fmt(one)]
                 row += [fmt(es[j]) for j in jobs if j != 1]
-                row += [fmt(rgf) if rgf else "-", fmt(lit) if lit else "-"]
+                row += [fmt(rgf) if rgf else "-", f"{lit['best']:.0f} / {lit['median']:.0f}" if lit else "-"]
                 row.append(f"{one['best'] / rgf['best']:.1f}x" if rgf else "-")
                 row.append(f"{es[2]['best'] / one['best']:.2f}x" if 2 in es else "-")
                 row.append(" / ".join(f"{es[j]['rss']:.0f} MiB" for j in jobs))
