@@ -1130,14 +1130,15 @@ ScanStats scan_mapped_parallel(Mapping& map, std::size_t size, unsigned threads,
   stats.bytes = size;
   const char* const base = map.data();
   if (part_bytes == 0) part_bytes = std::clamp<std::size_t>(size / (threads * 4u), 1u << 20, 4u << 20);
-  // Each part is [the line start at or after i * part_bytes, the one at or
-  // after (i + 1) * part_bytes), found by the worker that takes it: finding
-  // them all up front would touch the whole file at once.
+  // Part i starts after the first '\n' at or after i * part_bytes (part 0
+  // at 0), found by the worker that takes it: finding them all up front
+  // would touch the whole file at once, and looking at the byte before would
+  // map again pages already given back.
   std::vector<Part> parts((size + part_bytes - 1) / part_bytes);
   const auto line_start_from = [&](std::size_t at) -> const char* {
     if (at == 0) return base;
     if (at >= size) return base + size;
-    const void* nl = std::memchr(base + at - 1, '\n', size - at + 1);
+    const void* nl = std::memchr(base + at, '\n', size - at);
     return nl != nullptr ? static_cast<const char*>(nl) + 1 : base + size;
   };
   // Parts scanned ahead of the one handed out, bounding memory.
