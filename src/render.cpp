@@ -84,6 +84,15 @@ std::string json_quote(std::string_view s) {
   out.reserve(s.size() + 2);
   out += '"';
   for (std::size_t i = 0; i < s.size();) {
+    // A run of printable ASCII other than '"' and '\\' is copied whole (log
+    // blocks are mostly that; byte by byte, quoting dominated `scan --json`).
+    std::size_t j = i;
+    while (j < s.size() && s[j] >= 0x20 && s[j] < 0x7F && s[j] != '"' && s[j] != '\\') ++j;
+    if (j > i) {
+      out.append(s.data() + i, j - i);
+      i = j;
+      continue;
+    }
     const unsigned char c = static_cast<unsigned char>(s[i]);
     switch (c) {
       case '"': out += "\\\""; ++i; continue;

@@ -12,9 +12,28 @@
 
 #include <algorithm>
 #include <cstring>
+#include <cerrno>
+#include <condition_variable>
 #include <deque>
+#include <exception>
+#include <fstream>
+#include <functional>
 #include <istream>
+#include <memory>
+#include <mutex>
+#include <system_error>
+#include <thread>
 #include <utility>
+
+#if defined(__unix__) || defined(__APPLE__)
+#define ERRSHIM_SCAN_MMAP 1
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#else
+#define ERRSHIM_SCAN_MMAP 0
+#endif
 
 #include <fmt/format.h>
 
@@ -23,6 +42,8 @@
 #include "errshim/render.hpp"
 #include "chars.hpp"
 #include "escape.hpp"
+#include "scan_candidates.hpp"
+#include "scan_detail.hpp"
 
 namespace errshim {
 
@@ -42,7 +63,7 @@ namespace {
 using sv = std::string_view;
 constexpr std::size_t npos = sv::npos;
 
-constexpr std::size_t kReadChunk = 64u << 10;
+constexpr std::size_t kReadChunk = 1u << 20;
 constexpr std::size_t kMaxMessageLines = 40;  // unmarked lines taken as one message's continuation
 constexpr std::size_t kMaxHeldBlanks = 2;      // blank lines a block may bridge (Python chains use one)
 constexpr std::size_t kLookBackLines = 8;      // lines above "Exception raised from" taken as its message
@@ -61,8 +82,13 @@ using detail::is_digit;
 using detail::is_ident;
 using detail::is_lower;
 using detail::is_upper;
-// strchr would also find the terminating NUL, and logs do contain NUL bytes.
-bool one_of(const char* set, char c) { return c != '\0' && std::strchr(set, c) != nullptr; }
+// Not strchr: it would also find the terminating NUL (logs do contain NUL
+// bytes), and a call per byte of a timestamp cost more than this loop.
+bool one_of(const char* set, char c) {
+  for (; *set != '\0'; ++set)
+    if (*set == c) return true;
+  return false;
+}
 char lower(char c) { return is_upper(c) ? static_cast<char>(c - 'A' + 'a') : c; }
 
 bool starts_with(sv s, sv p) { return s.size() >= p.size() && s.compare(0, p.size(), p) == 0; }
@@ -403,9 +429,12 @@ enum class Verdict {
   end,       // the block ended before this line, which is looked at afresh
 };
 
+// Where a Scanner hands its blocks (which the receiver may move from).
+using BlockSink = std::function<void(ScanBlock& block)>;
+
 class Scanner {
  public:
-  Scanner(std::string_view file, const Catalog& catalog, const BlockVisitor& visit, const ScanOptions& options,
+  Scanner(std::string_view file, const Catalog& catalog, const BlockSink& visit, const ScanOptions& options,
           ScanStats& stats)
       : file_(file), catalog_(catalog), visit_(visit), options_(options), stats_(stats) {}
 
@@ -435,6 +464,19 @@ class Scanner {
   void finish() {
     if (open_) close();
   }
+
+  bool is_open() const noexcept { return open_; }
+  // Whether feed(raw) would open a block, the scanner being closed.
+  bool opens(sv raw) {
+    const sv line = visible(raw);
+    return decide(uncoloured(line, scratch_)).opens;
+  }
+  // The line that opened the block being handed to the visitor (for a c10
+  // block with its message above, the "Exception raised from" line).
+  std::uint64_t opened_at() const noexcept { return opened_at_; }
+  // Added to the line numbers of the blocks handed out (the numbers fed
+  // count from the start of a part of the file).
+  void set_line_offset(std::uint64_t offset) noexcept { line_offset_ = offset; }
 
  private:
   struct Held {
@@ -537,28 +579,53 @@ class Scanner {
 
   // -- starting a block
 
-  void start(sv line, sv plain, std::uint64_t number, bool cut) {
-    held_ = 0;
-    if (const std::size_t at = traceback_header_at(plain); at != npos) {
-      open(BlockKind::python_traceback, State::py_frames, plain.substr(0, at), line, number, cut);
-      return;
-    }
+  // What start() would open for this line, decided without touching the
+  // scanner: also what the fast path asks of a candidate line.
+  struct Opening {
+    bool opens = false;
+    bool lookback = false;  // a c10 what() whose message is the paragraph above
+    BlockKind kind = BlockKind::error_line;
+    State state = State::error_line;
+    sv prefix;
+    bool record = false;  // for a line that opens nothing: a log record of its own
+  };
+
+  static Opening decide(sv plain) {
+    Opening o;
+    const auto opening = [&](BlockKind kind, State state, sv prefix) {
+      o.opens = true;
+      o.kind = kind;
+      o.state = state;
+      o.prefix = prefix;
+      return o;
+    };
+    if (const std::size_t at = traceback_header_at(plain); at != npos)
+      return opening(BlockKind::python_traceback, State::py_frames, plain.substr(0, at));
     const LinePrefix p = read_prefix(plain);
     const sv c = ltrim(plain.substr(p.length));
     const sv prefix = plain.substr(0, plain.size() - c.size());
-    if (is_panic(c)) return open(BlockKind::rust_panic, State::panic_message, prefix, line, number, cut);
-    if (is_terminate(c)) return open(BlockKind::libtorch, State::torch_message, prefix, line, number, cut);
+    if (is_panic(c)) return opening(BlockKind::rust_panic, State::panic_message, prefix);
+    if (is_terminate(c)) return opening(BlockKind::libtorch, State::torch_message, prefix);
     if (is_c10_raised(c)) {
-      open_with_lookback(prefix, line, number, cut);
-      return;
+      o.lookback = true;
+      return opening(BlockKind::libtorch, State::torch_frames, prefix);
     }
     const bool not_below_error = p.level != Level::other;
-    if (not_below_error && is_rust_error(c)) return open(BlockKind::rust_error, State::rust_message, prefix, line, number, cut);
+    if (not_below_error && is_rust_error(c)) return opening(BlockKind::rust_error, State::rust_message, prefix);
     if (p.level == Level::error || (p.level == Level::none && is_exception_line(c)))
-      return open(BlockKind::error_line, State::error_line, prefix, line, number, cut);
+      return opening(BlockKind::error_line, State::error_line, prefix);
+    o.record = p.record;
+    return o;
+  }
+
+  void start(sv line, sv plain, std::uint64_t number, bool cut) {
+    held_ = 0;
+    const Opening o = decide(plain);
+    if (o.lookback) return open_with_lookback(o.prefix, line, number, cut);
+    if (o.opens) return open(o.kind, o.state, o.prefix, line, number, cut);
     // Ordinary log noise. Unprefixed lines are kept for a moment: they may
     // be the message of a c10 backtrace that follows.
-    if (trim(plain).empty() || p.record) {
+    if (trim(plain).empty() || o.record) {
       above_.clear();
     } else {
       if (above_.size() == kLookBackLines) above_.pop_front();
@@ -572,6 +639,7 @@ class Scanner {
     state_ = state;
     prefix_ = std::string(prefix);
     first_line_ = number;
+    opened_at_ = number;
     message_lines_ = 0;
     truncated_ = false;
     text_ = BlockText(std::max<std::size_t>(options_.max_block_bytes, 4096));
@@ -599,7 +667,7 @@ class Scanner {
     held_ = 0;
     ScanBlock b;
     b.file = std::string(file_);
-    b.line = first_line_;
+    b.line = first_line_ + line_offset_;
     b.lines = text_.lines();
     b.kind = kind_;
     b.truncated = truncated_ || text_.truncated();
@@ -615,7 +683,7 @@ class Scanner {
 
   sv file_;
   const Catalog& catalog_;
-  const BlockVisitor& visit_;
+  const BlockSink& visit_;
   const ScanOptions& options_;
   ScanStats& stats_;
   std::string scratch_;
@@ -625,6 +693,8 @@ class Scanner {
   State state_ = State::error_line;
   std::string prefix_;  // the log prefix of the line that opened the block (or its traceback)
   std::uint64_t first_line_ = 0;
+  std::uint64_t opened_at_ = 0;
+  std::uint64_t line_offset_ = 0;
   std::size_t held_ = 0;  // blank lines seen and not yet placed
   std::size_t message_lines_ = 0;
   bool truncated_ = false;
@@ -632,56 +702,650 @@ class Scanner {
   std::deque<Held> above_;
 };
 
+// ------------------------------------------------------------ the fast path
+
+// Feeds a Scanner only the lines that can matter, out of a buffer of whole
+// lines. While no block is open, the literal search (scan_candidates.hpp)
+// jumps to the next line that could open one; the lines passed over are
+// noise, whose only effect on the scanner is the look-back window of a c10
+// message (at most kLookBackLines lines, reset by blank and record lines).
+// So before a line that opens a block, and at the end of each buffer, the
+// last kLookBackLines of the lines passed over are fed, and the scanner is
+// in the state a line-by-line pass would have left it in.
+using detail::find_candidate;
+
+// The last '\n' in [p, p + n), or null.
+const void* last_newline(const char* p, std::size_t n) {
+#if defined(__GLIBC__)
+  return memrchr(p, '\n', n);
+#else
+  while (n > 0)
+    if (p[--n] == '\n') return p + n;
+  return nullptr;
+#endif
+}
+
+class Driver {
+ public:
+  Driver(std::string_view file, const Catalog& catalog, const ScanOptions& options, BlockSink sink)
+      : max_line_(std::max<std::size_t>(options.max_line_bytes, 256)),
+        sink_(std::move(sink)),
+        scanner_(file, catalog, forward_, options, stats_) {}
+  Driver(const Driver&) = delete;
+  Driver& operator=(const Driver&) = delete;
+
+  // Line numbers the driver hands out start after `lines`.
+  void set_sink(BlockSink sink) { sink_ = std::move(sink); }
+  void set_line_offset(std::uint64_t offset) { scanner_.set_line_offset(offset); }
+  // Called with a range [lo, hi] of this driver's line numbers before each
+  // of which no block was open for kLookBackLines lines or more; a nonzero
+  // answer in the range stops run() (the parallel scan's hand-over).
+  void set_quiet_hook(std::function<std::uint64_t(std::uint64_t, std::uint64_t)> hook) { hook_ = std::move(hook); }
+  // Keep the runs of line numbers where a block was open (for the hand-over).
+  void record_active() { record_ = true; }
+  const std::vector<std::pair<std::uint64_t, std::uint64_t>>& active() const { return active_; }
+
+  std::uint64_t lines() const noexcept { return lines_; }
+  std::uint64_t opened_at() const noexcept { return scanner_.opened_at(); }
+  const ScanStats& stats() const noexcept { return stats_; }
+  std::uint64_t stopped_at() const noexcept { return stopped_at_; }
+
+  // The lines of [b, e), which ends with '\n' unless `final` (then a last
+  // line without one counts). False when the quiet hook stopped it.
+  bool run(const char* b, const char* e, bool final) {
+    region_ = b;
+    const char* p = b;
+    while (p < e) {
+      if (scanner_.is_open()) {
+        p = feed_line(p, e);
+        continue;
+      }
+      // A hand-over looks for quiet lines in bounded steps, so that it is
+      // decided near where it can be, not at the next block.
+      const char* const w = hook_ && static_cast<std::size_t>(e - p) > kHookStep ? p + kHookStep : e;
+      std::uint64_t nl = 0;
+      const char* const c = p + find_candidate(p, w, nl);
+      if (c >= w && w < e) {
+        const void* last = last_newline(p, static_cast<std::size_t>(w - p));
+        if (last != nullptr) {
+          skip(nl, static_cast<const char*>(last) + 1);
+          p = gap_end_;
+          if (quiet_until(lines_ + 1)) return false;
+          continue;
+        }
+        nl = 0;  // one line longer than the step: search it whole
+        const char* const c2 = p + find_candidate(p, e, nl);
+        if (!handle_candidate(p, c2, e, nl, final)) return false;
+        continue;
+      }
+      if (!handle_candidate(p, c, e, nl, final)) return false;
+    }
+    return true;
+  }
+
+  // At the end of a buffer: the look-back lines go in while they are at hand.
+  void end_region() {
+    if (!scanner_.is_open()) flush_gap();
+  }
+
+  // One line on its own (a line too long for the read buffer, cut).
+  void line(sv raw, bool cut) {
+    flush_gap();
+    feed(raw, cut);
+  }
+
+  void finish() { scanner_.finish(); }
+
+ private:
+  static constexpr std::size_t kHookStep = 64u << 10;
+
+  // The search from p (a line start) ended at c (< e: a candidate byte; e:
+  // none), with `nl` newlines in between.
+  bool handle_candidate(const char*& p, const char* c, const char* e, std::uint64_t nl, bool final) {
+    if (c >= e) {
+      const std::uint64_t n = nl + (final && e[-1] != '\n' ? 1 : 0);
+      skip(n, e);
+      p = e;
+      return !quiet_until(lines_ + 1);
+    }
+    const char* ls = p;
+    if (c > p) {
+      const void* q = last_newline(p, static_cast<std::size_t>(c - p));
+      if (q != nullptr) ls = static_cast<const char*>(q) + 1;
+    }
+    skip(nl, ls);
+    p = ls;
+    const char* le = static_cast<const char*>(std::memchr(p, '\n', static_cast<std::size_t>(e - p)));
+    if (le == nullptr) le = e;
+    const char* next = le < e ? le + 1 : e;
+    const std::size_t len = static_cast<std::size_t>(le - p);
+    const sv raw(p, std::min(len, max_line_));
+    if (!scanner_.opens(raw)) {
+      skip(1, next);
+      p = next;
+      return true;
+    }
+    if (quiet_until(lines_ + 1)) return false;
+    flush_gap();
+    feed(raw, len > max_line_);
+    p = next;
+    return true;
+  }
+
+  const char* feed_line(const char* p, const char* e) {
+    const char* le = static_cast<const char*>(std::memchr(p, '\n', static_cast<std::size_t>(e - p)));
+    if (le == nullptr) le = e;
+    const std::size_t len = static_cast<std::size_t>(le - p);
+    feed(sv(p, std::min(len, max_line_)), len > max_line_);
+    return le < e ? le + 1 : e;
+  }
+
+  // n lines passed over, the last of them ending just before `end`.
+  void skip(std::uint64_t n, const char* end) {
+    lines_ += n;
+    gap_ += n;
+    gap_end_ = end;
+  }
+
+  void feed(sv raw, bool cut) {
+    const bool was_open = scanner_.is_open();
+    scanner_.feed(raw, ++lines_, cut);
+    if (was_open || scanner_.is_open()) {
+      last_active_ = lines_;
+      if (record_) {
+        if (!active_.empty() && active_.back().second + 1 == lines_) {
+          active_.back().second = lines_;
+        } else {
+          active_.emplace_back(lines_, lines_);
+        }
+      }
+    }
+  }
+
+  // The hook's turn: the lines from last_active_ + kLookBackLines + 1 up to
+  // `until` are entered with no block open for kLookBackLines lines.
+  bool quiet_until(std::uint64_t until) {
+    if (!hook_) return false;
+    const std::uint64_t lo = last_active_ + kLookBackLines + 1;
+    if (lo > until) return false;
+    stopped_at_ = hook_(lo, until);
+    return stopped_at_ != 0;
+  }
+
+  // Feeds the last kLookBackLines lines passed over (all in this region).
+  void flush_gap() {
+    const std::size_t k = static_cast<std::size_t>(std::min<std::uint64_t>(gap_, kLookBackLines));
+    std::pair<const char*, const char*> spans[kLookBackLines];
+    const char* pos = gap_end_;
+    for (std::size_t i = 0; i < k; ++i) {
+      const char* content_end = pos;
+      if (content_end > region_ && content_end[-1] == '\n') --content_end;
+      const void* q = content_end > region_
+                          ? last_newline(region_, static_cast<std::size_t>(content_end - region_))
+                          : nullptr;
+      const char* start = q != nullptr ? static_cast<const char*>(q) + 1 : region_;
+      spans[k - 1 - i] = {start, content_end};
+      pos = start;
+    }
+    lines_ -= k;
+    for (std::size_t i = 0; i < k; ++i) {
+      const std::size_t len = static_cast<std::size_t>(spans[i].second - spans[i].first);
+      feed(sv(spans[i].first, std::min(len, max_line_)), len > max_line_);
+    }
+    gap_ = 0;
+  }
+
+  std::size_t max_line_;
+  BlockSink sink_;
+  BlockSink forward_ = [this](ScanBlock& b) { sink_(b); };
+  ScanStats stats_;
+  Scanner scanner_;
+  std::function<std::uint64_t(std::uint64_t, std::uint64_t)> hook_;
+  bool record_ = false;
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> active_;
+  const char* region_ = nullptr;
+  const char* gap_end_ = nullptr;
+  std::uint64_t gap_ = 0;          // lines passed over since the last one fed
+  std::uint64_t lines_ = 0;        // lines seen
+  std::uint64_t last_active_ = 0;  // the last line seen with a block open
+  std::uint64_t stopped_at_ = 0;
+};
+
+// Throttled progress: every progress_every bytes, and the total at the end.
+struct Progress {
+  const ScanOptions& options;
+  std::uint64_t reported = 0;
+  void operator()(std::uint64_t done) {
+    if (options.on_progress && done - reported >= options.progress_every) {
+      reported = done;
+      options.on_progress(done);
+    }
+  }
+  void end(std::uint64_t total) const {
+    if (options.on_progress) options.on_progress(total);
+  }
+};
+
 }  // namespace
 
 ScanStats scan(std::istream& in, std::string_view file, const Catalog& catalog, const BlockVisitor& visit,
                const ScanOptions& options) {
   ScanStats stats;
-  Scanner scanner(file, catalog, visit, options, stats);
-  // Floors that keep a traceback header and its log prefix readable however
-  // small the options are set.
+  Driver driver(file, catalog, options, [&](ScanBlock& b) {
+    ++stats.blocks;
+    if (b.diagnosis) ++stats.matched;
+    visit(b);
+  });
   const std::size_t max_line = std::max<std::size_t>(options.max_line_bytes, 256);
-  std::string chunk(kReadChunk, '\0');
-  std::string line;
-  bool cut = false;
-  std::uint64_t reported = 0;
-  std::streambuf* buf = in.rdbuf();
-  while (buf != nullptr) {
+  Progress progress{options};
+  // The buffer holds the unfinished last line of the previous read (at most
+  // max_line bytes: of a longer line only its head is kept) and a new read.
+  std::string buf(kReadChunk + max_line, '\0');
+  std::size_t have = 0;
+  bool skipping = false;  // inside a line longer than max_line, its head in `head`
+  std::string head;
+  std::streambuf* sb = in.rdbuf();
+  while (sb != nullptr) {
     // sgetn on the buffer: no sentry or formatting work per chunk, and a
     // short read is the end of input.
-    const std::streamsize got = buf->sgetn(chunk.data(), static_cast<std::streamsize>(chunk.size()));
+    const std::streamsize got = sb->sgetn(buf.data() + have, static_cast<std::streamsize>(kReadChunk));
     if (got <= 0) break;
-    const std::size_t n = static_cast<std::size_t>(got);
-    stats.bytes += n;
-    std::size_t pos = 0;
-    while (pos < n) {
-      const void* nl = std::memchr(chunk.data() + pos, '\n', n - pos);
-      const std::size_t stop = nl != nullptr ? static_cast<std::size_t>(static_cast<const char*>(nl) - chunk.data()) : n;
-      const std::size_t room = max_line > line.size() ? max_line - line.size() : 0;
-      const std::size_t piece = std::min(room, stop - pos);
-      line.append(chunk.data() + pos, piece);
-      cut = cut || piece < stop - pos;
-      pos = stop;
-      if (nl != nullptr) {
-        ++stats.lines;
-        scanner.feed(line, stats.lines, cut);
-        line.clear();
-        cut = false;
-        ++pos;
+    stats.bytes += static_cast<std::uint64_t>(got);
+    const char* b = buf.data();
+    const char* e = buf.data() + have + static_cast<std::size_t>(got);
+    if (skipping) {
+      const void* nl = std::memchr(b, '\n', static_cast<std::size_t>(e - b));
+      if (nl == nullptr) {
+        have = 0;
+        progress(stats.bytes);
+        continue;
       }
+      driver.line(head, true);
+      skipping = false;
+      b = static_cast<const char*>(nl) + 1;
     }
-    if (options.on_progress && stats.bytes - reported >= options.progress_every) {
-      reported = stats.bytes;
-      options.on_progress(stats.bytes);
+    const void* last = b < e ? last_newline(b, static_cast<std::size_t>(e - b)) : nullptr;
+    const char* tail = b;
+    if (last != nullptr) {
+      tail = static_cast<const char*>(last) + 1;
+      driver.run(b, tail, false);
+      driver.end_region();
     }
+    const std::size_t rest = static_cast<std::size_t>(e - tail);
+    if (rest > max_line) {
+      head.assign(tail, max_line);
+      skipping = true;
+      have = 0;
+    } else {
+      std::memmove(buf.data(), tail, rest);
+      have = rest;
+    }
+    progress(stats.bytes);
   }
-  if (!line.empty() || cut) {
-    ++stats.lines;
-    scanner.feed(line, stats.lines, cut);
+  if (skipping) {
+    driver.line(head, true);
+  } else if (have > 0) {
+    driver.run(buf.data(), buf.data() + have, true);
   }
-  scanner.finish();
-  if (options.on_progress) options.on_progress(stats.bytes);
+  driver.finish();
+  stats.lines = driver.lines();
+  progress.end(stats.bytes);
   return stats;
+}
+
+// ------------------------------------------------------------ files
+
+namespace {
+
+#if ERRSHIM_SCAN_MMAP
+// A read-only mapping of a whole file. Pages done with are given back
+// (MADV_DONTNEED; touching them again reads them from the page cache), so
+// resident memory stays near the parts being scanned, not the file size.
+class Mapping {
+ public:
+  Mapping(int fd, std::size_t size) : size_(size) {
+    void* p = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
+    if (p == MAP_FAILED) return;
+    data_ = static_cast<const char*>(p);
+    ::madvise(p, size, MADV_SEQUENTIAL);
+  }
+  Mapping(const Mapping&) = delete;
+  Mapping& operator=(const Mapping&) = delete;
+  ~Mapping() {
+    if (data_ != nullptr) ::munmap(const_cast<char*>(data_), size_);
+  }
+  const char* data() const noexcept { return data_; }
+  // Gives back the whole 2 MiB steps inside [b, e).
+  void release(const char* b, const char* e) const noexcept {
+    constexpr std::size_t kStep = 2u << 20;
+    const std::size_t lo = (static_cast<std::size_t>(b - data_) + kStep - 1) / kStep * kStep;
+    const std::size_t hi = static_cast<std::size_t>(e - data_) / kStep * kStep;
+    if (hi > lo) ::madvise(const_cast<char*>(data_) + lo, hi - lo, MADV_DONTNEED);
+  }
+
+  // Gives back the pages before `p`, in whole 2 MiB steps from the start:
+  // the page cache may hold a file in large folios, and giving back pieces
+  // of one left all of it mapped.
+  void release_before(const char* p) noexcept {
+    constexpr std::size_t kStep = 2u << 20;
+    const std::size_t upto = static_cast<std::size_t>(p - data_) / kStep * kStep;
+    if (upto <= released_) return;
+    ::madvise(const_cast<char*>(data_) + released_, upto - released_, MADV_DONTNEED);
+    released_ = upto;
+  }
+
+ private:
+  const char* data_ = nullptr;
+  std::size_t size_;
+  std::size_t released_ = 0;
+};
+
+// [b, e) cut into parts of about `part` bytes, each ending after a '\n'
+// (the last at e).
+std::vector<std::pair<const char*, const char*>> split_lines(const char* b, const char* e, std::size_t part) {
+  std::vector<std::pair<const char*, const char*>> out;
+  for (const char* p = b; p < e;) {
+    const char* q = static_cast<std::size_t>(e - p) > part ? p + part : e;
+    if (q < e) {
+      const void* nl = std::memchr(q - 1, '\n', static_cast<std::size_t>(e - q + 1));
+      q = nl != nullptr ? static_cast<const char*>(nl) + 1 : e;
+    }
+    out.emplace_back(p, q);
+    p = q;
+  }
+  return out;
+}
+
+struct Emitter {
+  const BlockVisitor& visit;
+  ScanStats& stats;
+  void operator()(ScanBlock& b) const {
+    ++stats.blocks;
+    if (b.diagnosis) ++stats.matched;
+    visit(b);
+  }
+};
+
+ScanStats scan_mapped_serial(Mapping& map, std::size_t size, const std::string& path, const Catalog& catalog,
+                             const BlockVisitor& visit, const ScanOptions& options) {
+  constexpr std::size_t kRegion = 8u << 20;
+  ScanStats stats;
+  stats.bytes = size;
+  Driver driver(path, catalog, options, Emitter{visit, stats});
+  Progress progress{options};
+  const char* const base = map.data();
+  const auto regions = split_lines(base, base + size, kRegion);
+  for (std::size_t i = 0; i < regions.size(); ++i) {
+    driver.run(regions[i].first, regions[i].second, i + 1 == regions.size());
+    driver.end_region();
+    map.release_before(regions[i].second);
+    progress(static_cast<std::uint64_t>(regions[i].second - base));
+  }
+  driver.finish();
+  stats.lines = driver.lines();
+  progress.end(size);
+  return stats;
+}
+
+// One part of a file scanned by a worker from a fresh scanner, its blocks
+// kept until the part before it has been handed out.
+struct Part {
+  const char* begin = nullptr;
+  const char* end = nullptr;
+  bool final = false;
+  std::unique_ptr<Driver> driver;
+  struct Found {
+    ScanBlock block;
+    std::uint64_t opened_at;
+  };
+  std::vector<Found> blocks;
+  std::uint64_t lines = 0;
+  bool done = false;
+  std::exception_ptr error;
+};
+
+// The first line in [lo, hi] (numbered from the part's start) before which
+// the part's own scan had no block open for kLookBackLines lines, or 0.
+// From such a line on, a scan that came from the part before and one that
+// started fresh at the part are in the same state.
+std::uint64_t first_quiet(const std::vector<std::pair<std::uint64_t, std::uint64_t>>& active, std::uint64_t lo,
+                          std::uint64_t hi) {
+  std::uint64_t l = std::max<std::uint64_t>(lo, kLookBackLines + 1);
+  for (const auto& [a, b] : active) {
+    if (b + kLookBackLines < l) continue;
+    if (a + 1 > l) break;
+    l = b + kLookBackLines + 1;
+  }
+  return l <= hi ? l : 0;
+}
+
+// Workers scan parts from fresh scanners; this thread hands out the blocks
+// in log order. At each split, the scan coming from the part before (whose
+// state is exact) goes on into the next part until both are quiet at the
+// same line (usually a few lines in); from there on the part's own results
+// are the same as a continued scan's, and its scanner goes on.
+ScanStats scan_mapped_parallel(Mapping& map, std::size_t size, unsigned threads, std::size_t part_bytes,
+                               const std::string& path, const Catalog& catalog, const BlockVisitor& visit,
+                               const ScanOptions& options) {
+  ScanStats stats;
+  stats.bytes = size;
+  const char* const base = map.data();
+  if (part_bytes == 0) part_bytes = std::clamp<std::size_t>(size / (threads * 4u), 1u << 20, 4u << 20);
+  // Part i starts after the first '\n' at or after i * part_bytes (part 0
+  // at 0), found by the worker that takes it: finding them all up front
+  // would touch the whole file at once, and looking at the byte before would
+  // map again pages already given back.
+  std::vector<Part> parts((size + part_bytes - 1) / part_bytes);
+  const auto line_start_from = [&](std::size_t at) -> const char* {
+    if (at == 0) return base;
+    if (at >= size) return base + size;
+    const void* nl = std::memchr(base + at, '\n', size - at);
+    return nl != nullptr ? static_cast<const char*>(nl) + 1 : base + size;
+  };
+  // Parts scanned ahead of the one handed out, bounding memory.
+  const std::size_t window = std::size_t{threads} + 2;
+  std::mutex mu;
+  std::condition_variable cv;
+  std::size_t next = 0, handed = 0;
+  bool stop = false;
+
+  const auto work = [&] {
+    for (;;) {
+      std::size_t i;
+      {
+        std::unique_lock<std::mutex> lock(mu);
+        cv.wait(lock, [&] { return stop || next >= parts.size() || next < handed + window; });
+        if (stop || next >= parts.size()) return;
+        i = next++;
+      }
+      Part& part = parts[i];
+      try {
+        part.begin = line_start_from(i * part_bytes);
+        part.end = std::max(part.begin, line_start_from((i + 1) * part_bytes));
+        part.final = part.end == base + size;  // a last line without a newline is this part's
+        auto driver = std::make_unique<Driver>(path, catalog, options, nullptr);
+        Driver* d = driver.get();
+        driver->set_sink([&part, d](ScanBlock& b) { part.blocks.push_back(Part::Found{std::move(b), d->opened_at()}); });
+        driver->record_active();
+        driver->run(part.begin, part.end, part.final);
+        driver->end_region();
+        part.lines = driver->lines();
+        part.driver = std::move(driver);
+        // Done with but the part's head, which the scan coming from the
+        // part before reads again (a page given back is read back).
+        map.release(part.begin + (64u << 10), part.end);
+      } catch (...) {
+        part.error = std::current_exception();
+      }
+      {
+        std::lock_guard<std::mutex> lock(mu);
+        part.done = true;
+      }
+      cv.notify_all();
+    }
+  };
+  std::vector<std::thread> pool;
+  const auto join = [&] {
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      stop = true;
+    }
+    cv.notify_all();
+    for (std::thread& t : pool) t.join();
+    pool.clear();
+  };
+  const unsigned n_threads = static_cast<unsigned>(std::min<std::size_t>(threads, parts.size()));
+  try {
+    for (unsigned t = 0; t < n_threads; ++t) pool.emplace_back(work);
+    Progress progress{options};
+    const Emitter emit{visit, stats};
+    std::unique_ptr<Driver> current;
+    std::uint64_t current_base = 0;  // lines before the part the current driver started in
+    std::uint64_t lines_before = 0;  // lines before part i
+    for (std::size_t i = 0; i < parts.size(); ++i) {
+      Part& part = parts[i];
+      {
+        std::unique_lock<std::mutex> lock(mu);
+        cv.wait(lock, [&] { return part.done; });
+      }
+      if (part.error) std::rethrow_exception(part.error);
+      std::uint64_t from = 0;  // the part's blocks opened at this line or later are handed out
+      if (!current) {
+        from = 1;
+      } else {
+        const std::uint64_t shift = lines_before - current_base;
+        current->set_quiet_hook([&, shift](std::uint64_t lo, std::uint64_t hi) -> std::uint64_t {
+          if (hi <= shift) return 0;
+          const std::uint64_t q = first_quiet(part.driver->active(), lo > shift ? lo - shift : 1, hi - shift);
+          return q == 0 ? 0 : q + shift;
+        });
+        if (!current->run(part.begin, part.end, part.final)) from = current->stopped_at() - shift;
+        current->set_quiet_hook(nullptr);
+        if (from == 0) current->end_region();
+      }
+      if (from != 0) {
+        for (Part::Found& f : part.blocks) {
+          if (f.opened_at < from) continue;
+          f.block.line += lines_before;
+          emit(f.block);
+        }
+        current = std::move(part.driver);
+        current_base = lines_before;
+        current->set_line_offset(current_base);
+        current->set_sink(emit);
+      }
+      part.blocks = {};
+      part.driver.reset();
+      map.release_before(part.end);
+      lines_before += part.lines;
+      {
+        std::lock_guard<std::mutex> lock(mu);
+        handed = i + 1;
+      }
+      cv.notify_all();
+      progress(static_cast<std::uint64_t>(part.end - base));
+    }
+    join();
+    if (current) current->finish();
+    stats.lines = lines_before;
+    progress.end(size);
+  } catch (...) {
+    join();
+    throw;
+  }
+  return stats;
+}
+#endif
+
+#if ERRSHIM_SCAN_MMAP
+// A stream over an open file descriptor: a FIFO is read through the
+// descriptor that opened it (opened again, its writer may be gone).
+class FdBuf : public std::streambuf {
+ public:
+  explicit FdBuf(int fd) : fd_(fd) {}
+  FdBuf(const FdBuf&) = delete;
+  FdBuf& operator=(const FdBuf&) = delete;
+  ~FdBuf() override { ::close(fd_); }
+  int error() const noexcept { return error_; }
+
+ protected:
+  std::streamsize xsgetn(char* s, std::streamsize n) override {
+    std::streamsize got = 0;
+    if (gptr() < egptr()) {  // what underflow() buffered first
+      got = std::min<std::streamsize>(n, egptr() - gptr());
+      std::memcpy(s, gptr(), static_cast<std::size_t>(got));
+      gbump(static_cast<int>(got));
+    }
+    while (got < n) {
+      const ssize_t r = ::read(fd_, s + got, static_cast<std::size_t>(n - got));
+      if (r < 0 && errno == EINTR) continue;
+      if (r <= 0) {
+        if (r < 0) error_ = errno;
+        break;
+      }
+      got += r;
+    }
+    return got;
+  }
+  int_type underflow() override {
+    if (gptr() < egptr()) return traits_type::to_int_type(*gptr());
+    const std::streamsize r = xsgetn(one_, 1);
+    if (r <= 0) return traits_type::eof();
+    setg(one_, one_, one_ + 1);
+    return traits_type::to_int_type(one_[0]);
+  }
+
+ private:
+  int fd_;
+  int error_ = 0;
+  char one_[1] = {};
+};
+#endif
+
+[[noreturn]] void cannot_read(const std::string& path, int err) {
+  throw std::system_error(err, std::generic_category(), fmt::format("errshim::scan_file: cannot read '{}'", path));
+}
+
+}  // namespace
+
+ScanStats scan_file(const std::string& path, const Catalog& catalog, const BlockVisitor& visit,
+                    const ScanOptions& options) {
+  return detail::scan_file_parts(path, catalog, visit, options, options.threads, 0);
+}
+
+ScanStats detail::scan_file_parts(const std::string& path, const Catalog& catalog, const BlockVisitor& visit,
+                                  const ScanOptions& options, unsigned threads, std::size_t part_bytes) {
+#if ERRSHIM_SCAN_MMAP
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) cannot_read(path, errno);
+  struct stat st {};
+  const bool regular = ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0;
+  if (regular) {
+    const auto size = static_cast<std::size_t>(st.st_size);
+    Mapping map(fd, size);
+    ::close(fd);
+    if (map.data() != nullptr) {
+      if (threads == 0)
+        threads = size >= ScanOptions::kParallelFrom ? std::max(1u, std::thread::hardware_concurrency()) : 1u;
+      if (threads > 1) return scan_mapped_parallel(map, size, threads, part_bytes, path, catalog, visit, options);
+      return scan_mapped_serial(map, size, path, catalog, visit, options);
+    }
+  } else {
+    // Not mappable (a FIFO, an empty or /proc file): read as a stream.
+    FdBuf buf(fd);
+    std::istream in(&buf);
+    const ScanStats stats = scan(in, path, catalog, visit, options);
+    if (buf.error() != 0) cannot_read(path, buf.error());
+    return stats;
+  }
+#else
+  (void)threads;
+  (void)part_bytes;
+#endif
+  // A failed mapping, or no mappings on this platform: a stream.
+  std::ifstream in(path, std::ios::binary);
+  if (!in) cannot_read(path, errno);
+  return scan(in, path, catalog, visit, options);
 }
 
 std::string to_json(const ScanBlock& b) {

@@ -8,7 +8,12 @@
 #include <sstream>
 #include <stdexcept>
 #include <string>
+#include <system_error>
+#include <thread>
 #include <vector>
+
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <errshim/catalog.hpp>
 #include <errshim/fingerprint.hpp>
@@ -444,6 +449,97 @@ TEST(Scan, JsonLineHasTheExplainFieldsPlusWhere) {
             "{\"matched\": false, \"file\": \"test.log\", \"line\": 1, \"lines\": 1, \"kind\": \"error-line\", "
             "\"fingerprint\": \"" + errshim::fingerprint("KeyError: 'x\"y'").id + "\", \"template\": \"KeyError: 'x\\\"y'\", "
             "\"text\": \"KeyError: 'x\\\"y'\"}");
+}
+
+// ------------------------------------------------------------ scan_file
+
+std::string scan_dir() { return std::string(ERRSHIM_SOURCE_DIR) + "/tests/data/scan/"; }
+
+TEST(ScanFile, NamesBlocksByPathAndFindsWhatTheStreamScanFinds) {
+  const std::string path = scan_dir() + "candle.log";
+  std::vector<ScanBlock> blocks;
+  errshim::ScanOptions options;
+  options.threads = 2;
+  const auto stats = errshim::scan_file(path, catalog(), [&](const ScanBlock& b) { blocks.push_back(b); }, options);
+  const auto streamed = scan_file("candle.log");
+  ASSERT_EQ(blocks.size(), streamed.size());
+  for (std::size_t i = 0; i < blocks.size(); ++i) {
+    EXPECT_EQ(blocks[i].file, path);
+    EXPECT_EQ(blocks[i].line, streamed[i].line);
+    EXPECT_EQ(blocks[i].text, streamed[i].text);
+    EXPECT_EQ(id_of(blocks[i]), id_of(streamed[i]));
+  }
+  EXPECT_EQ(stats.lines, 27u);
+  EXPECT_EQ(stats.blocks, 3u);
+  EXPECT_EQ(stats.matched, 3u);
+}
+
+TEST(ScanFile, AMissingFileThrowsSystemErrorNamingIt) {
+  const std::string path = scan_dir() + "no-such.log";
+  try {
+    errshim::scan_file(path, catalog(), [](const ScanBlock&) {});
+    FAIL() << "no exception";
+  } catch (const std::system_error& e) {
+    EXPECT_EQ(e.code(), std::errc::no_such_file_or_directory);
+    EXPECT_NE(std::string(e.what()).find(path), std::string::npos) << e.what();
+  }
+}
+
+// A FIFO cannot be mapped: it is read as a stream, with the same result.
+TEST(ScanFile, ReadsAFifoAsAStream) {
+  char dir[] = "/tmp/errshim-fifo-XXXXXX";
+  ASSERT_NE(mkdtemp(dir), nullptr);
+  const std::string fifo = std::string(dir) + "/log";
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  std::thread writer([&] { std::ofstream(fifo, std::ios::binary) << "INFO ok\nValueError: from a pipe\nINFO ok\n"; });
+  std::vector<ScanBlock> blocks;
+  const auto stats = errshim::scan_file(fifo, catalog(), [&](const ScanBlock& b) { blocks.push_back(b); });
+  writer.join();
+  unlink(fifo.c_str());
+  rmdir(dir);
+  ASSERT_EQ(blocks.size(), 1u);
+  EXPECT_EQ(blocks[0].line, 2u);
+  EXPECT_EQ(blocks[0].text, "ValueError: from a pipe");
+  EXPECT_EQ(stats.lines, 3u);
+}
+
+TEST(ScanFile, ProgressEndsAtTheFileSize) {
+  const std::string path = scan_dir() + "serving.log";
+  std::vector<std::uint64_t> seen;
+  errshim::ScanOptions options;
+  options.on_progress = [&](std::uint64_t n) { seen.push_back(n); };
+  const auto stats = errshim::scan_file(path, catalog(), [](const ScanBlock&) {}, options);
+  ASSERT_FALSE(seen.empty());
+  EXPECT_EQ(seen.back(), stats.bytes);
+  struct stat st {};
+  ASSERT_EQ(stat(path.c_str(), &st), 0);
+  EXPECT_EQ(stats.bytes, static_cast<std::uint64_t>(st.st_size));
+}
+
+// A visitor's exception ends a parallel scan too (the workers are stopped
+// and joined), and nothing after the throwing block is visited.
+TEST(ScanFile, AVisitorExceptionStopsAParallelScan) {
+  char dir[] = "/tmp/errshim-scanfile-XXXXXX";
+  ASSERT_NE(mkdtemp(dir), nullptr);
+  const std::string path = std::string(dir) + "/big.log";
+  {
+    std::ofstream out(path, std::ios::binary);
+    const std::string noise(100, 'n');
+    for (int i = 0; i < 40000; ++i) out << noise << "\n" << (i % 100 == 0 ? "RuntimeError: x\n" : "");
+  }
+  errshim::ScanOptions options;
+  options.threads = 2;
+  int calls = 0;
+  EXPECT_THROW(errshim::scan_file(path, catalog(),
+                                  [&](const ScanBlock&) {
+                                    ++calls;
+                                    throw std::runtime_error("stop");
+                                  },
+                                  options),
+               std::runtime_error);
+  EXPECT_EQ(calls, 1);
+  unlink(path.c_str());
+  rmdir(dir);
 }
 
 }  // namespace

@@ -38,8 +38,9 @@ usage:
       Check catalog files or folders (default: the embedded catalog): every
       entry compiles, each 'match' example is won by its entry with the
       captures it lists, no 'no_match' example is claimed by it.
-  errshim list [--json] [--catalog PATH]...
-      Print the entries: id, source, first line of the cause.
+  errshim list [--json | --patterns] [--catalog PATH]...
+      Print the entries: id, source, first line of the cause. --patterns:
+      each entry's Boost.Regex, one a line (for comparing other tools).
   errshim fix --config FILE [--allow CLASS[,CLASS...]] [--pin KEY]... [--dry-run]
               [--catalog PATH]... [--context K=V,...] MESSAGE | -
       Diagnose the message and apply the first fix the policy allows to the
@@ -53,7 +54,7 @@ usage:
       Convert error-database records (JSON, schemaVersion 2; at most 16 MiB
       per FILE, '-' for standard input) into a catalog file on standard
       output; the text is marked imported.
-  errshim scan [--json] [--catalog PATH]... [--context K=V,...] [FILE...]
+  errshim scan [--json] [-j N] [--catalog PATH]... [--context K=V,...] [FILE...]
       Find the error blocks in logs (standard input when no FILE, or '-'):
       Python tracebacks, Rust 'Error:' chains and panics, libtorch
       backtraces, ERROR/CRITICAL lines. Print how often each catalog entry
@@ -61,6 +62,8 @@ usage:
       --json: one JSON object per line and block, as 'explain --json' plus
       "file", "line" (where the block starts), "lines" and "kind".
       A progress bar is shown on a terminal for inputs over 32 MiB.
+      -j N: scan each file with N threads (default: the core count for
+      files of 64 MiB or more; -j 1: one thread).
   errshim scan --follow [--idle-ms N] [--out FILE] [--confirm] [--syslog-escapes]
                [--catalog PATH]... [--context K=V,...] [FILE | -]
       Stream: print each block's JSON line as soon as the block is complete
@@ -104,6 +107,8 @@ struct Args {
   bool with_embedded = false;
   bool help = false;
   bool dry_run = false;
+  bool patterns = false;  // list --patterns
+  unsigned jobs = 0;      // scan -j N; 0: ScanOptions' default
   std::string config;
   std::string model;
   std::string allow;
@@ -138,6 +143,16 @@ Args parse(int argc, char** argv) {
       a.json = true;
     } else if (s == "--dry-run") {
       a.dry_run = true;
+    } else if (s == "--patterns") {
+      a.patterns = true;
+    } else if (s == "-j" || s == "--jobs") {
+      if (i + 1 >= args.size()) throw usage_error(fmt::format("{} needs a number of threads", s));
+      const std::string& v = args[++i];
+      char* end = nullptr;
+      const unsigned long n = std::strtoul(v.c_str(), &end, 10);
+      if (v.empty() || *end != '\0' || n == 0 || n > 256)
+        throw usage_error(fmt::format("{} needs a number of threads from 1 to 256, not '{}'", s, v));
+      a.jobs = static_cast<unsigned>(n);
     } else if (s == "--config" || s == "--model" || s == "--allow" || s == "--pin") {
       if (i + 1 >= args.size()) throw usage_error(fmt::format("{} needs a value", s));
       const std::string& v = args[++i];
@@ -491,6 +506,7 @@ int scan(const Args& a) {
   errshim::ScanSummary summary;
   errshim::ScanOptions options;
   options.context = a.context;
+  options.threads = a.jobs;
   std::uint64_t matched = 0;
   for (const std::string& input : inputs) {
     const bool from_stdin = input == "-";
@@ -507,15 +523,15 @@ int scan(const Args& a) {
     if (bar_allowed && size >= kProgressFrom) bar.emplace(name, size);
     options.on_progress = nullptr;
     if (bar) options.on_progress = std::ref(*bar);
-    const errshim::ScanStats stats = errshim::scan(
-        from_stdin ? std::cin : file, name, *catalog,
-        [&](const errshim::ScanBlock& block) {
-          if (!a.json) return summary.add(block);
-          bar.reset();  // a JSON line never lands on top of the bar
-          fmt::print("{}\n", errshim::to_json(block));
-          std::fflush(stdout);  // streaming: a reader (jq, a tail -f pipeline) sees each block as it ends
-        },
-        options);
+    const auto visit = [&](const errshim::ScanBlock& block) {
+      if (!a.json) return summary.add(block);
+      bar.reset();  // a JSON line never lands on top of the bar
+      fmt::print("{}\n", errshim::to_json(block));
+      std::fflush(stdout);  // streaming: a reader (jq, a tail -f pipeline) sees each block as it ends
+    };
+    // A named file by path: mapped, and split across threads when large.
+    const errshim::ScanStats stats = from_stdin ? errshim::scan(std::cin, name, *catalog, visit, options)
+                                                : errshim::scan_file(input, *catalog, visit, options);
     matched += stats.matched;
   }
   if (!a.json) fmt::print("{}", summary.to_text());
@@ -524,6 +540,14 @@ int scan(const Args& a) {
 
 int list(const Args& a) {
   const auto catalog = catalog_for(a);
+  if (a.patterns) {
+    for (const auto& e : catalog->entries()) {
+      std::string re = e->pattern;  // one a line: a raw newline becomes the escape matching it
+      for (std::size_t at = re.find('\n'); at != std::string::npos; at = re.find('\n', at + 2)) re.replace(at, 1, "\\n");
+      fmt::print("{}\n", re);
+    }
+    return kOk;
+  }
   for (const auto& e : catalog->entries()) {
     const std::string cause = e->cause.substr(0, e->cause.find('\n'));
     if (a.json) {

@@ -4,12 +4,19 @@
 //   std::ifstream log("serve.log", std::ios::binary);
 //   errshim::scan(log, "serve.log", *errshim::Catalog::embedded(),
 //                 [&](const errshim::ScanBlock& b) { summary.add(b); });
+//   // or, by path (mapped, -j style threads):
+//   errshim::scan_file("serve.log", *errshim::Catalog::embedded(),
+//                      [&](const errshim::ScanBlock& b) { summary.add(b); });
 //   fmt::print("{}", summary.to_text());
 //
-// The log is read once, line by line, in bounded memory whatever its size:
-// a line longer than ScanOptions::max_line_bytes is cut, a block longer than
+// The log is read once in bounded memory whatever its size: a line longer
+// than ScanOptions::max_line_bytes is cut, a block longer than
 // max_block_bytes keeps its head and tail, and nothing else is held. Each
 // block is handed to the visitor as soon as it ends, so output can stream.
+// Lines are classified only where a literal search over the bytes finds a
+// marker that can open a block (see src/scan_candidates.hpp); the result is
+// the same as classifying every line. scan_file() maps the file and can
+// split it across threads.
 #pragma once
 
 #include <cstddef>
@@ -59,6 +66,12 @@ struct ScanOptions {
   // bytes and once at the end. For progress bars; may be empty.
   std::function<void(std::uint64_t bytes_read)> on_progress;
   std::uint64_t progress_every = 4u << 20;
+  // Threads for scan_file() on one file: parts of it are scanned at once,
+  // split at line boundaries, and the blocks still come in log order (a
+  // block across a split is found once). 0: the core count for a file of
+  // kParallelFrom bytes or more, else 1. scan() on a stream uses one.
+  unsigned threads = 0;
+  static constexpr std::uint64_t kParallelFrom = 64u << 20;
 };
 
 struct ScanStats {
@@ -85,6 +98,13 @@ using BlockVisitor = std::function<void(const ScanBlock& block)>;
 // throw, and std::bad_alloc.
 ScanStats scan(std::istream& in, std::string_view file, const Catalog& catalog, const BlockVisitor& visit,
                const ScanOptions& options = {});
+
+// The same for a file given by path, read through a memory mapping when it
+// is a regular file (other files, FIFOs among them, are read as a stream),
+// and scanned with options.threads threads. Blocks name the file `path`.
+// Throws std::system_error when the file cannot be opened or read.
+ScanStats scan_file(const std::string& path, const Catalog& catalog, const BlockVisitor& visit,
+                    const ScanOptions& options = {});
 
 // One line of JSON for a block: the object `errshim explain --json` prints,
 // plus "file", "line", "lines" and "kind"; an unmatched block is
