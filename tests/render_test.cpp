@@ -50,12 +50,13 @@ TEST(Render, JsonFormGolden) {
   EXPECT_EQ(to_json(sample()),
             R"({"matched": true, "id": "lib.sdpa.head_dim", )"
             R"("source": {"repo": "example/repo", "path": "src/ops.rs", "line": 1098, )"
-            R"("commit": "0123456789abcdef0123456789abcdef01234567", "symbol": "Sdpa::fwd"}, )"
+            R"("commit": "0123456789abcdef0123456789abcdef01234567", "symbol": "Sdpa::fwd", )"
+            R"("url": "https://github.com/example/repo/blob/0123456789abcdef0123456789abcdef01234567/src/ops.rs#L1098"}, )"
             R"("library": "test", "error_class": "candle::Error::Msg", "kind": "unsupported-feature", )"
             R"("severity": "error", "cause": "The kernel has no variant for this head size.", )"
             R"("trigger": "A model whose head dim the kernel lacks.", "remediation": [)"
-            R"({"text": "Use manual attention.", "fix": {"action": "fallback-manual-attention", "safety": "safe", )"
-            R"("reason": "same math"}}, {"text": "Switch \"dtype\" to f16.", "fix": {"set": {"dtype": "f16", )"
+            R"({"step": 0, "text": "Use manual attention.", "fix": {"action": "fallback-manual-attention", "safety": "safe", )"
+            R"("reason": "same math"}}, {"step": 1, "text": "Switch \"dtype\" to f16.", "fix": {"set": {"dtype": "f16", )"
             R"("use_cache": false}, "safety": "changes-output"}}], )"
             R"("captures": {"q_head": "48", "q_dims": "[1, 2]"}, )"
             R"("message": "bad head dim 48: q dims [1, 2]", "exception_class": ""})");
