@@ -224,6 +224,7 @@ std::string fold_prose(std::string_view prose) {
       blank_before = false;
     } else if (is_list_item(line) || indent_of(raw) > base_indent) {
       out += '\n';  // a list item or an indented (code) line keeps its own line
+      if (indent_of(raw) > base_indent) out.append(indent_of(raw) - base_indent, ' ');
     } else {
       out += ' ';
     }
@@ -323,8 +324,8 @@ std::string header(const Entry& e, const Painter& paint, const TextOptions& o) {
   if (!e.also_at.empty() && (o.verbose || e.also_at.size() <= kFoldAlsoAt)) {
     for (const SourcePin& p : e.also_at) out += pin_line(p, paint, "  also at ");
   } else if (!e.also_at.empty()) {
-    out += fmt::format("  {}\n", paint(kDim, fmt::format("also raised at {} other places (--verbose lists them)",
-                                                          e.also_at.size())));
+    out += wrap("  ", paint(kDim, fmt::format("also raised at {} other places (--verbose lists them)", e.also_at.size())),
+                2, o.width);
   }
   return out;
 }
@@ -334,7 +335,8 @@ std::string body(const Entry& e, const Painter& paint, const TextOptions& o) {
   out += prose_block(e.cause, 2, o.width);
   out += fmt::format("\n{}\n", paint(kLabel, "trigger:"));
   out += prose_block(e.trigger, 2, o.width);
-  out += fmt::format("\n{}\n", paint(kLabel, "remediation (most likely first; errshim fix --step N applies step N):"));
+  out += "\n" + wrap("", paint(kLabel, "remediation (most likely first; 'errshim fix --step N' applies step N):"), 0,
+                     o.width);
   for (std::size_t i = 0; i < e.remediation.size(); ++i) {
     const Remediation& r = e.remediation[i];
     const std::string num = fmt::format("[{}]", i);
