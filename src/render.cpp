@@ -306,23 +306,24 @@ std::string prose_block(std::string_view prose, std::size_t indent, std::size_t 
   return out;
 }
 
-std::string pin_line(const SourcePin& p, const Painter& paint, std::string_view lead) {
+std::string pin_line(const SourcePin& p, const Painter& paint, std::string_view lead, std::size_t width) {
   std::string where = p.path;
   if (p.line > 0) where += fmt::format(":{}", p.line);
-  std::string s = fmt::format("{}{} {}", lead, paint(kDim, p.repo), paint.link(source_url(p), paint(kBold, where)));
+  std::string s = fmt::format("{} {}", paint(kDim, p.repo), paint.link(source_url(p), paint(kBold, where)));
   if (!p.symbol.empty()) s += fmt::format(" in {}", p.symbol);
-  s += '\n';
+  s = wrap(lead, s, columns(lead), width);
   // Without colour there is no hyperlink: the address is printed.
   if (!paint.on) s += fmt::format("{}{}\n", std::string(columns(lead), ' '), source_url(p));
   return s;
 }
 
 std::string header(const Entry& e, const Painter& paint, const TextOptions& o) {
-  std::string out = fmt::format("{}: {} [{}]\n", paint(severity_sgr(e.severity), e.severity), paint(kBold, e.id), e.kind);
-  out += pin_line(e.source, paint, "  --> ");
+  std::string out = wrap("", fmt::format("{}: {} [{}]", paint(severity_sgr(e.severity), e.severity), paint(kBold, e.id), e.kind),
+                         4, o.width);
+  out += pin_line(e.source, paint, "  --> ", o.width);
   constexpr std::size_t kFoldAlsoAt = 2;
   if (!e.also_at.empty() && (o.verbose || e.also_at.size() <= kFoldAlsoAt)) {
-    for (const SourcePin& p : e.also_at) out += pin_line(p, paint, "  also at ");
+    for (const SourcePin& p : e.also_at) out += pin_line(p, paint, "  also at ", o.width);
   } else if (!e.also_at.empty()) {
     out += wrap("  ", paint(kDim, fmt::format("also raised at {} other places (--verbose lists them)", e.also_at.size())),
                 2, o.width);

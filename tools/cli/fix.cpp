@@ -34,7 +34,9 @@ void print_diff(const std::string& path, const std::string& after) {
   posix_spawn_file_actions_adddup2(&actions, pipe_fds[0], STDIN_FILENO);
   posix_spawn_file_actions_addclose(&actions, pipe_fds[0]);
   posix_spawn_file_actions_addclose(&actions, pipe_fds[1]);
-  const std::string a = "a/" + path, b = "b/" + path;
+  // git's a/ and b/ prefixes, for a relative path (patch -p1 applies it).
+  const bool relative = !path.empty() && path[0] != '/';
+  const std::string a = relative ? "a/" + path : path, b = relative ? "b/" + path : path;
   std::vector<std::string> args = {"diff", "-u", "--label", a, "--label", b, "--", path, "-"};
   std::vector<char*> argv;
   for (auto& s : args) argv.push_back(s.data());
