@@ -67,6 +67,10 @@ std::string value_text(const std::optional<errshim::Value>& v);
 // (default: what a file created in place gets).
 void write_atomically(const std::string& path, const std::string& bytes, std::optional<unsigned> mode = std::nullopt);
 
+// A subcommand: `summary` (one line) in the command list, `details` (a
+// paragraph, wrapped to the output width) in its own --help.
+CLI::App* add_command(CLI::App& root, const std::string& name, const std::string& summary, const std::string& details);
+
 // A command: its subcommand, and what runs it once it was parsed.
 struct Command {
   CLI::App* app = nullptr;

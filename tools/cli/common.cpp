@@ -12,22 +12,20 @@
 #include <fmt/format.h>
 
 #include "cli.hpp"
+#include "text_wrap.hpp"
 
 namespace errshim_cli {
 
 void add_catalog_options(CLI::App& cmd, CatalogOptions& o) {
   cmd.add_option("--catalog", o.catalogs,
-                 "add a catalog file (.yaml, .yml, .snapshot) or folder on top of the embedded one (entries with an "
-                 "existing id replace it); repeatable")
+                 "a catalog (.yaml, .snapshot, folder) over the embedded one; repeatable")
       ->type_name("PATH")
       ->allow_extra_args(false);
   cmd.add_option("--cache", o.cache,
-                 "keep a snapshot of each --catalog YAML layer in DIR and read it back while the layer's bytes are "
-                 "unchanged")
+                 "keep snapshots of the --catalog YAML layers in DIR (faster loads)")
       ->type_name("DIR");
   cmd.add_option("--context", o.contexts,
-                 "what you know of where the error happened, e.g. transformers=4.57,device=metal: entries scoped to "
-                 "other versions or devices are passed over; repeatable")
+                 "where it happened, e.g. transformers=4.57,device=metal; repeatable")
       ->type_name("K=V,...")
       ->allow_extra_args(false);
 }
@@ -57,10 +55,10 @@ errshim::CatalogPtr load_catalog(const CatalogOptions& o) {
 
 void add_output_options(CLI::App& cmd, OutputOptions& o) {
   cmd.add_flag("--json", o.json, "print JSON instead of text");
-  cmd.add_option("--color", o.color, "colour the text: auto (on a terminal, unless NO_COLOR), always, never")
+  cmd.add_option("--color", o.color, "colour: auto (a terminal, unless NO_COLOR), always, never")
       ->type_name("WHEN")
       ->check(CLI::IsMember({"auto", "always", "never"}));
-  cmd.add_flag("--verbose,-v", o.verbose, "show every 'also at' place and example instead of a count");
+  cmd.add_flag("--verbose,-v", o.verbose, "list every 'also at' place and example, not a count");
 }
 
 bool color_wanted(std::string_view mode) {
@@ -84,6 +82,13 @@ std::size_t output_width() {
   if (isatty(STDOUT_FILENO) == 1 && ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0)
     return std::max<std::size_t>(kNarrowest, ws.ws_col);
   return kDefault;
+}
+
+CLI::App* add_command(CLI::App& root, const std::string& name, const std::string& summary, const std::string& details) {
+  CLI::App* cmd = root.add_subcommand(name, summary);
+  cmd->footer(errshim::detail::wrap("", details, 0, std::min<std::size_t>(output_width(), 100)) +
+              "\nExit codes: 'errshim --help'.");
+  return cmd;
 }
 
 errshim::TextOptions text_options(const OutputOptions& o) {

@@ -33,14 +33,13 @@ Command add_explain(CLI::App& root) {
     std::vector<std::string> words;
   };
   auto o = std::make_shared<Opts>();
-  CLI::App* cmd = root.add_subcommand(
-      "explain",
+  CLI::App* cmd = add_command(root, "explain", "explain an error message (or a catalog entry by its id)",
       "Explain one error message, or one catalog entry given its id (e.g. 'errshim explain "
       "candle.metavoice.kv_cache_enabled'). With '-', all of standard input (at most 16 MiB) is the message (a whole "
       "traceback or log excerpt).");
   add_catalog_options(*cmd, o->catalog);
   add_output_options(*cmd, o->output);
-  cmd->add_option("MESSAGE", o->words, "the error message (its words are joined by spaces), an entry id, or '-'");
+  cmd->add_option("MESSAGE", o->words, "the error message (its words are joined), an entry id, or '-'");
   return {cmd, [o] {
             const std::string message = message_of(o->words, "explain");
             const errshim::Context context = context_of(o->catalog);
@@ -84,15 +83,14 @@ Command add_list(CLI::App& root) {
     std::vector<std::string> words;
   };
   auto o = std::make_shared<Opts>();
-  CLI::App* cmd = root.add_subcommand(
-      "list",
+  CLI::App* cmd = add_command(root, "list", "list the entries, filtered by library, tag or words",
       "Print the entries: id and the first sentence of the cause (JSON: one object per line). TEXT keeps the "
       "entries whose id, message, cause, trigger or tags contain every word (any case).");
   add_catalog_options(*cmd, o->catalog);
   add_output_options(*cmd, o->output);
   cmd->add_option("--library", o->library, "only entries of this library (candle, transformers, libtorch, torch)")
       ->type_name("NAME");
-  cmd->add_option("--tag", o->tags, "only entries with this tag; repeatable (all must be present)")
+  cmd->add_option("--tag", o->tags, "only entries with this tag; repeatable (all must be there)")
       ->type_name("TAG")
       ->allow_extra_args(false);
   cmd->add_option("TEXT", o->words, "words to search for");

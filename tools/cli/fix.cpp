@@ -129,31 +129,29 @@ Command add_fix(CLI::App& root) {
     std::vector<std::string> words;
   };
   auto o = std::make_shared<Opts>();
-  CLI::App* cmd = root.add_subcommand(
-      "fix",
+  CLI::App* cmd = add_command(root, "fix", "apply a catalog fix to a config file",
       "Diagnose the message and apply the first fix the policy allows to the config (YAML or JSON); print the "
       "resulting config on standard output in the input's format. FILE is not modified unless --in-place.");
   add_catalog_options(*cmd, o->catalog);
   cmd->add_option("--config", o->config, "the config file to fix (YAML or JSON)")->type_name("FILE");
-  cmd->add_option("--allow", o->allow, "safety classes that may be applied: safe, slower, changes-output (default: safe,slower)")
+  cmd->add_option("--allow", o->allow, "may apply: safe, slower, changes-output (default: safe,slower)")
       ->type_name("CLASS,...")
       ->delimiter(',')
       ->allow_extra_args(false);
-  cmd->add_option("--pin", o->pins, "a key you set on purpose: a fix that would change it is refused; repeatable")
+  cmd->add_option("--pin", o->pins, "a key you set on purpose: no fix changes it; repeatable")
       ->type_name("KEY")
       ->allow_extra_args(false);
-  auto* dry = cmd->add_flag("--dry-run", o->dry_run, "print the changes it would make instead of the config");
+  auto* dry = cmd->add_flag("--dry-run", o->dry_run, "print the changes it would make, not the config");
   auto* in_place = cmd->add_flag("--in-place", o->in_place, "write the fixed config back to FILE");
-  cmd->add_option("--backup", o->backup, "with --in-place: keep the original as FILE followed by SUFFIX")
+  cmd->add_option("--backup", o->backup, "keep the original as FILE + SUFFIX (with --in-place)")
       ->type_name("SUFFIX")
       ->needs(in_place);
   auto* step = cmd->add_option("--step", o->step,
-                               "apply remediation step N (numbered from 0, as in 'errshim explain' and the JSON) "
-                               "instead of the first allowed one")
+                               "apply step N (numbered from 0, as 'explain' and the JSON show)")
                    ->type_name("N");
-  cmd->add_flag("--interactive,-i", o->interactive, "show the fixes that fit this config and apply the one you confirm")
+  cmd->add_flag("--interactive,-i", o->interactive, "show the fixes that fit, apply the one you confirm")
       ->excludes(step);
-  cmd->add_flag("--diff", o->diff, "print a unified diff of the change instead of the whole config");
+  cmd->add_flag("--diff", o->diff, "print a unified diff of the change, not the whole config");
   dry->excludes(in_place);
   cmd->add_option("MESSAGE", o->words, "the error message, or '-' for standard input");
   return {cmd, [o] {
@@ -244,7 +242,8 @@ Command add_check(CLI::App& root) {
   };
   auto o = std::make_shared<Opts>();
   CLI::App* cmd =
-      root.add_subcommand("check", "Report the known errors this config will hit, before loading anything.");
+      add_command(root, "check", "report the known errors a config will hit",
+      "Report the known errors this config will hit, before loading anything.");
   add_catalog_options(*cmd, o->catalog);
   cmd->add_option("--config", o->config, "the config file to check (YAML or JSON)")->type_name("FILE");
   cmd->add_option("--model", o->model, "the model name, for entries scoped to a model")->type_name("NAME");

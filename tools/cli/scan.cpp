@@ -105,15 +105,13 @@ int scan(const ScanOpts& a) {
 
 Command add_scan(CLI::App& root) {
   auto o = std::make_shared<ScanOpts>();
-  CLI::App* cmd = root.add_subcommand(
-      "scan",
+  CLI::App* cmd = add_command(root, "scan", "find and explain the error blocks in logs",
       "Find the error blocks in logs (standard input when no FILE, or '-'): Python tracebacks, Rust 'Error:' chains "
       "and panics, libtorch backtraces, ERROR/CRITICAL lines. Print how often each catalog entry occurred with its "
       "first example, then the blocks nothing matched. A progress bar is shown on a terminal for inputs over 32 MiB.");
   add_catalog_options(*cmd, o->catalog);
   cmd->add_flag("--json", o->json,
-                "one JSON object per line and block, as 'explain --json' plus \"file\", \"line\" (where the block "
-                "starts), \"lines\" and \"kind\"");
+                "a JSON object per block: explain's fields plus file, line, lines, kind");
   cmd->add_option("FILE", o->inputs, "log files ('-': standard input)");
   return {cmd, [o] { return scan(*o); }};
 }
