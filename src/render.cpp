@@ -139,8 +139,9 @@ std::string to_text(const Diagnosis& d) {
   out += "  remediation (most likely first):\n";
   for (std::size_t i = 0; i < e.remediation.size(); ++i) {
     const Remediation& r = e.remediation[i];
-    out += fmt::format("    {}. {}\n", i + 1, indented(r.text, 7));
-    if (r.fix) out += fmt::format("       fix: {}\n", fix_text(*r.fix));
+    // Numbered by index, as Decision::step, the JSON and `errshim fix --step` number them.
+    out += fmt::format("    [{}] {}\n", i, indented(r.text, 8));
+    if (r.fix) out += fmt::format("        fix: {}\n", fix_text(*r.fix));
   }
   return out;
 }

@@ -40,10 +40,10 @@ TEST(Render, TextFormGolden) {
             "  cause:    The kernel has no variant for this head size.\n"
             "  trigger:  A model whose head dim the kernel lacks.\n"
             "  remediation (most likely first):\n"
-            "    1. Use manual attention.\n"
-            "       fix: action fallback-manual-attention (safe)\n"
-            "    2. Switch \"dtype\" to f16.\n"
-            "       fix: set dtype=\"f16\", set use_cache=false (changes-output)\n");
+            "    [0] Use manual attention.\n"
+            "        fix: action fallback-manual-attention (safe)\n"
+            "    [1] Switch \"dtype\" to f16.\n"
+            "        fix: set dtype=\"f16\", set use_cache=false (changes-output)\n");
 }
 
 TEST(Render, JsonFormGolden) {

@@ -16,7 +16,8 @@ namespace errshim {
 struct Entry;
 struct SourcePin;
 
-// Several lines: id and source, cause, trigger, captures, numbered remediation.
+// Several lines, for logs: id and source, cause, trigger, captures, remediation
+// steps numbered by index ([0] first). The overload below is the form for a person.
 std::string to_text(const Diagnosis& diagnosis);
 
 // How the text form is laid out for a person (the CLI's explain and check).
