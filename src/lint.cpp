@@ -11,8 +11,11 @@
 
 #include "errshim/config.hpp"
 #include "errshim/preflight.hpp"
+#include "errshim/render.hpp"
+#include "chars.hpp"
 #include "fix_values.hpp"
 #include "pattern_risk.hpp"
+#include "text_wrap.hpp"
 
 namespace errshim {
 
@@ -138,6 +141,60 @@ void check_fix_values(const Entry& e, std::vector<Problem>& problems) {
 
 // examples.preflight against the entry's preflight conditions (defined below).
 void check_preflight_examples(const Entry& e, std::vector<Problem>& problems);
+// Notes for catalog authors (what could not be tried, what is left to do)
+// belong in YAML comments: in a cause, trigger or remediation the user reads
+// them as facts about their own failure.
+void check_authoring_notes(const Entry& e, std::vector<Problem>& problems) {
+  static constexpr std::string_view kPhrases[] = {
+      "not reproducible", "could not reproduce", "couldn't reproduce", "cannot be reproduced", "we could not",
+      "we couldn't", "we did not", "we have not", "on this build", "to be checked", "this cpu-only build",
+      "needs checking", "to be written"};
+  static constexpr std::string_view kMarkers[] = {"TODO", "FIXME", "XXX", "TBD"};
+  auto scan = [&](std::string_view field, const std::string& text) {
+    std::string lower(text);
+    for (char& c : lower) c = (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c;
+    std::string_view found;
+    for (std::string_view p : kPhrases)
+      if (found.empty() && lower.find(p) != std::string::npos) found = p;
+    for (std::string_view m : kMarkers) {
+      for (std::size_t at = text.find(m); found.empty() && at != std::string::npos; at = text.find(m, at + 1)) {
+        const bool word_start = at == 0 || !detail::is_ident(text[at - 1]);
+        const std::size_t end = at + m.size();
+        if (word_start && (end == text.size() || !detail::is_ident(text[end]))) found = m;
+      }
+    }
+    if (!found.empty())
+      problems.push_back({e.where, e.id,
+                          fmt::format("{} holds an authoring note ('{}'), which users would read as a fact about "
+                                      "their error: state what happens, and move the note to a YAML comment",
+                                      field, found)});
+  };
+  scan("cause", e.cause);
+  scan("trigger", e.trigger);
+  for (std::size_t i = 0; i < e.remediation.size(); ++i) {
+    scan(fmt::format("remediation step {} text", i), e.remediation[i].text);
+    if (e.remediation[i].fix) scan(fmt::format("remediation step {} fix reason", i), e.remediation[i].fix->reason);
+  }
+}
+
+// `errshim list` shows each entry as its id and the first sentence of its
+// cause, one entry per line when piped: a first sentence longer than this
+// is a paragraph there, not a summary.
+constexpr std::size_t kMaxSummaryColumns = 240;
+
+// Written by hand only: a generated or imported cause states facts in a
+// fixed shape (where, under what condition), and its rules are the
+// extractor's and the importer's.
+void check_summary(const Entry& e, std::vector<Problem>& problems) {
+  if (e.imported) return;
+  const std::string summary = first_sentence(e.cause);
+  const std::size_t width = detail::columns(summary);
+  if (width > kMaxSummaryColumns)
+    problems.push_back({e.where, e.id,
+                        fmt::format("the cause's first sentence takes {} columns, more than the {} of a line of "
+                                    "'errshim list' (which shows it as the entry's summary): end it sooner ('{}...')",
+                                    width, kMaxSummaryColumns, summary.substr(0, 60))});
+}
 
 }  // namespace
 
@@ -164,6 +221,8 @@ std::vector<Problem> lint(const Catalog& catalog) {
     check_growth(catalog, e, problems);
     check_examples(catalog, e, problems, won, lost);
     check_preflight_examples(e, problems);
+    check_authoring_notes(e, problems);
+    check_summary(e, problems);
 
     if (lost > 0 && won == 0) {
       // Every example went elsewhere: the entry can never be the answer.

@@ -60,8 +60,10 @@ TEST(Cli, ExplainMatchedExitsZeroWithTextForm) {
   EXPECT_EQ(r.code, 0);
   EXPECT_NE(r.out.find("candle.metavoice.kv_cache_enabled"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("candle-transformers/src/models/metavoice.rs:449"), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("    1. "), std::string::npos);
-  EXPECT_NE(r.out.find("    2. "), std::string::npos);
+  EXPECT_NE(r.out.find("https://github.com/huggingface/candle/blob/"), std::string::npos) << r.out;
+  // Steps are numbered by their index, as in the JSON, the API and --step.
+  EXPECT_NE(r.out.find("\n  [0] "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("\n  [1] "), std::string::npos) << r.out;
 }
 
 TEST(Cli, ExplainJsonHasTheDocumentedFields) {
@@ -90,7 +92,7 @@ TEST(Cli, ExplainUnknownMessageExitsOne) {
   EXPECT_EQ(cli("explain " + quote("the weather is nice")).code, 1);
   const CliRun r = cli("explain --json " + quote("the weather is nice"));
   EXPECT_EQ(r.code, 1);
-  EXPECT_EQ(r.out, "{\"matched\": false}\n");
+  EXPECT_EQ(r.out.rfind("{\"matched\": false, \"catalog\": {\"version\": \"", 0), 0u) << r.out;
 }
 
 TEST(Cli, UsageErrorsExitTwo) {
@@ -335,6 +337,203 @@ TEST(Cli, VersionAndHelp) {
   const CliRun h = cli("--help");
   EXPECT_EQ(h.code, 0);
   EXPECT_NE(h.out.find("exit codes:"), std::string::npos);
+}
+
+}  // namespace
+
+namespace {
+
+// Runs `env VARS errshim ARGS` (standard error merged when asked).
+CliRun cli_env(const std::string& env, const std::string& args, Stderr err = Stderr::discard) {
+  return run_shell("env -u NO_COLOR -u CLICOLOR_FORCE " + env + " " + std::string(ERRSHIM_CLI) + " " + args +
+                   " < /dev/null" + (err == Stderr::merge ? " 2>&1" : " 2>/dev/null"));
+}
+
+const std::string kGolden = std::string(ERRSHIM_SOURCE_DIR) + "/tests/data/golden/cli/catalog.yaml";
+const std::string kGoldenMessage = "'golden cache: sequence length 9000 exceeds the cache of 4096 positions'";
+
+std::string temp_path(const std::string& name) {
+  return (std::filesystem::temp_directory_path() / (std::to_string(getpid()) + "." + name)).string();
+}
+
+TEST(Cli, CommandHelpIsTheCommandsOwn) {
+  const CliRun fix = cli("fix --help");
+  EXPECT_EQ(fix.code, 0);
+  EXPECT_NE(fix.out.find("Usage: errshim fix"), std::string::npos) << fix.out;
+  EXPECT_NE(fix.out.find("--in-place"), std::string::npos) << fix.out;
+  const CliRun list = cli("list --help");
+  EXPECT_EQ(list.code, 0);
+  EXPECT_NE(list.out.find("--library"), std::string::npos) << list.out;
+  EXPECT_EQ(list.out.find("\n  --dry-run"), std::string::npos) << list.out;
+  EXPECT_EQ(cli("help").code, 0);
+}
+
+TEST(Cli, OptionsOfAnotherCommandAreRefused) {
+  const CliRun r = cli("list --dry-run", "", Stderr::merge);
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.out.find("--dry-run"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("errshim list --help"), std::string::npos) << r.out;
+  EXPECT_EQ(cli("explain --in-place x").code, 2);
+  EXPECT_EQ(cli("check --allow safe --config x.yaml").code, 2);
+}
+
+TEST(Cli, OptionEqualsValueWorksForEveryOption) {
+  const std::string f = write_temp("errshim_fix_eq.yaml", "transformer:\n  kv_repeat: 2\n");
+  const CliRun r = cli("fix --config=" + f + " --allow=safe,changes-output --pin=other " +
+                       quote("only kv-repeat = 1 is supported"));
+  EXPECT_EQ(r.code, 0);
+  EXPECT_EQ(r.out, "transformer:\n  kv_repeat: 1\n");
+  const std::string bad = write_temp("errshim_check_eq.yaml", "n_head: 16\nkv_cache_enabled: true\n");
+  EXPECT_EQ(cli("check --config=" + bad + " --model=metavoiceio/metavoice-1B-v0.1").code, 1);
+}
+
+TEST(Cli, ExplainAnEntryIdPrintsTheEntry) {
+  const CliRun r = cli_env("COLUMNS=100", "explain candle.metavoice.kv_cache_enabled");
+  EXPECT_EQ(r.code, 0);
+  EXPECT_EQ(r.out.rfind("error: candle.metavoice.kv_cache_enabled [unsupported-feature]\n", 0), 0u) << r.out;
+  EXPECT_NE(r.out.find("examples (messages this entry explains):"), std::string::npos) << r.out;
+  const CliRun j = cli("explain --json candle.metavoice.kv_cache_enabled");
+  EXPECT_EQ(j.code, 0);
+  EXPECT_NE(j.out.find("\"id\": \"candle.metavoice.kv_cache_enabled\""), std::string::npos) << j.out;
+}
+
+TEST(Cli, ListFiltersByLibraryTagAndText) {
+  const CliRun lib = cli_env("COLUMNS=1000", "list --library=libtorch");
+  EXPECT_EQ(lib.code, 0);
+  std::size_t ids = 0;
+  for (std::size_t at = 0; (at = lib.out.find('\n', at)) != std::string::npos && at + 1 < lib.out.size(); ++at) {
+    if (lib.out[at + 1] == ' ') continue;  // the sentence under an id
+    ++ids;
+    EXPECT_EQ(lib.out.compare(at + 1, 9, "libtorch."), 0) << lib.out.substr(at + 1, 80);
+  }
+  EXPECT_GT(ids, 10u);
+  const CliRun tag = cli("list --tag metavoice --tag kv-cache");
+  EXPECT_NE(tag.out.find("candle.metavoice.kv_cache_enabled\n"), std::string::npos) << tag.out;
+  EXPECT_EQ(tag.out.find("candle.metavoice.only_torch_attn"), std::string::npos) << tag.out;
+  const CliRun text = cli("list KEY/VALUE cache MetaVoice");  // every word, any case
+  EXPECT_NE(text.out.find("candle.metavoice.kv_cache_enabled\n"), std::string::npos) << text.out;
+  EXPECT_EQ(cli("list --library=none-such").code, 1);
+}
+
+TEST(Cli, ListPrintsWholeFirstSentences) {
+  const CliRun r = cli_env("COLUMNS=1000", "list metavoice");
+  EXPECT_NE(r.out.find("candle.metavoice.kv_cache_enabled\n    The MetaVoice GPT stage in candle has no key/value cache, "
+                       "so it refuses a config that asks for one.\n"),
+            std::string::npos)
+      << r.out;
+}
+
+TEST(Cli, ColourFollowsTheFlagThenNoColorThenClicolorForce) {
+  const std::string args = "explain " + quote("kv_cache_enabled=true is not supported");
+  EXPECT_EQ(cli_env("", args).out.find('\x1b'), std::string::npos);  // not a terminal
+  EXPECT_NE(cli_env("CLICOLOR_FORCE=1", args).out.find("\x1b[1;31merror\x1b[0m"), std::string::npos);
+  EXPECT_EQ(cli_env("CLICOLOR_FORCE=1 NO_COLOR=1", args).out.find('\x1b'), std::string::npos);
+  EXPECT_EQ(cli_env("CLICOLOR_FORCE=1", args + " --color=never").out.find('\x1b'), std::string::npos);
+  EXPECT_NE(cli_env("NO_COLOR=1", args + " --color=always").out.find("\x1b]8;;https://github.com/"), std::string::npos);
+  EXPECT_EQ(cli(args + " --color=sometimes").code, 2);
+}
+
+TEST(Cli, TextIsWrappedToColumns) {
+  for (const int width : {60, 100}) {
+    const CliRun r = cli_env("COLUMNS=" + std::to_string(width), "explain candle.metavoice.kv_cache_enabled");
+    std::size_t widest = 0;
+    for (std::size_t start = 0, end; start < r.out.size(); start = end + 1) {
+      end = r.out.find('\n', start);
+      const std::string line = r.out.substr(start, end - start);
+      if (line.find("https://") == std::string::npos) widest = std::max(widest, line.size());
+    }
+    EXPECT_LE(widest, static_cast<std::size_t>(width)) << r.out;
+    EXPECT_GT(widest, static_cast<std::size_t>(width) - 15) << r.out;
+  }
+}
+
+TEST(Cli, VersionAndEveryJsonDocumentNameTheCatalogVersion) {
+  const CliRun v = cli("--version");
+  const std::size_t at = v.out.find("catalog 0.");
+  ASSERT_NE(at, std::string::npos) << v.out;
+  const std::string version = v.out.substr(at + 8, v.out.find(',', at) - at - 8);
+  EXPECT_NE(version.find("+catalog."), std::string::npos) << version;
+  const std::string field = "\"catalog\": {\"version\": \"" + version + "\"";
+  EXPECT_NE(cli("explain --json " + quote("kv_cache_enabled=true is not supported")).out.find(field), std::string::npos);
+  EXPECT_NE(cli("list --json --tag metavoice").out.find(field), std::string::npos);
+  const std::string good = write_temp("errshim_check_version.yaml", "kv_cache_enabled: false\n");
+  EXPECT_NE(cli("check --json --config " + good).out.find(field), std::string::npos);
+  // A user layer changes the catalog, and so its version.
+  EXPECT_EQ(cli("explain --json --catalog " + kGolden + " " + kGoldenMessage).out.find(field), std::string::npos);
+}
+
+TEST(Cli, CheckJsonPrintsADocumentEvenWithNothingToReport) {
+  const std::string good = write_temp("errshim_check_json_good.yaml", "n_head: 16\nkv_cache_enabled: false\n");
+  const CliRun r = cli("check --json --config " + good);
+  EXPECT_EQ(r.code, 0);
+  EXPECT_EQ(r.out.rfind("{\"config\": \"" + good + "\", \"findings\": [], \"catalog\": {", 0), 0u) << r.out;
+  const std::string bad = write_temp("errshim_check_json_bad.yaml", "n_head: 16\nkv_cache_enabled: true\n");
+  const CliRun b = cli("check --json --model metavoiceio/metavoice-1B-v0.1 --config " + bad);
+  EXPECT_EQ(b.code, 1);
+  EXPECT_NE(b.out.find("\"findings\": [{\"id\": \"candle.metavoice.kv_cache_enabled\", \"because\": "
+                       "[\"kv_cache_enabled = true\"], \"remediation\": [{\"step\": 0, "),
+            std::string::npos)
+      << b.out;
+}
+
+TEST(Cli, FixInPlaceWritesTheFileAndKeepsABackup) {
+  const std::string f = temp_path("errshim_fix_inplace.yaml");
+  const std::string before = "max_seq_len: 4096\nmax_new_tokens: 1024\n";
+  std::ofstream(f) << before;
+  const CliRun r = cli("fix --in-place --backup=.orig --config " + f + " --catalog " + kGolden + " " + kGoldenMessage);
+  EXPECT_EQ(r.code, 0);
+  EXPECT_EQ(r.out, "");  // nothing on standard output: the file is the result
+  EXPECT_EQ(read_file(f), "max_seq_len: 8192\nmax_new_tokens: 1024\n");
+  EXPECT_EQ(read_file(f + ".orig"), before);
+  EXPECT_EQ(cli("fix --backup .orig --config " + f + " " + kGoldenMessage).code, 2);  // --backup needs --in-place
+  EXPECT_EQ(cli("fix --in-place --dry-run --config " + f + " " + kGoldenMessage).code, 2);
+  std::filesystem::remove(f);
+  std::filesystem::remove(f + ".orig");
+}
+
+TEST(Cli, FixStepChoosesTheStepByItsIndex) {
+  const std::string f = write_temp("errshim_fix_step.yaml", "max_seq_len: 4096\nmax_new_tokens: 1024\n");
+  const std::string base = "fix --config " + f + " --catalog " + kGolden + " ";
+  const CliRun one = cli(base + "--step 1 --allow safe,slower,changes-output " + kGoldenMessage);
+  EXPECT_EQ(one.code, 0);
+  EXPECT_EQ(one.out, "max_seq_len: 4096\nmax_new_tokens: 512\n");
+  const CliRun refused = cli(base + "--step 1 " + kGoldenMessage, "", Stderr::merge);
+  EXPECT_EQ(refused.code, 1);
+  EXPECT_NE(refused.out.find("step 1 is not allowed"), std::string::npos) << refused.out;
+  const CliRun past = cli(base + "--step 9 " + kGoldenMessage, "", Stderr::merge);
+  EXPECT_EQ(past.code, 2);
+  EXPECT_NE(past.out.find("has steps 0 to 3"), std::string::npos) << past.out;
+}
+
+TEST(Cli, FixDiffPrintsAUnifiedDiffOfTheChange) {
+  const std::string f = write_temp("errshim_fix_diff.yaml", "max_seq_len: 4096\nmax_new_tokens: 1024\n");
+  const CliRun r = cli("fix --diff --config " + f + " --catalog " + kGolden + " " + kGoldenMessage);
+  EXPECT_EQ(r.code, 0);
+  EXPECT_EQ(r.out, "--- " + f + "\n+++ " + f + "\n@@ -1,2 +1,2 @@\n-max_seq_len: 4096\n+max_seq_len: 8192\n max_new_tokens: 1024\n");
+  EXPECT_EQ(read_file(f), "max_seq_len: 4096\nmax_new_tokens: 1024\n");
+}
+
+TEST(Cli, FixInteractiveRefusesWithoutATerminal) {
+  const std::string f = write_temp("errshim_fix_tty.yaml", "max_seq_len: 4096\n");
+  const CliRun r = cli("fix --interactive --config " + f + " --catalog " + kGolden + " " + kGoldenMessage, "1\n",
+                       Stderr::merge);
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.out.find("--interactive needs a terminal on standard input"), std::string::npos) << r.out;
+  EXPECT_EQ(read_file(f), "max_seq_len: 4096\n");
+}
+
+TEST(Cli, FixInteractiveAppliesTheConfirmedStepOnATerminal) {
+  if (run_shell("command -v script >/dev/null").code != 0) GTEST_SKIP() << "script(1) is not installed";
+  const std::string f = write_temp("errshim_fix_pty.yaml", "max_seq_len: 4096\nmax_new_tokens: 1024\n");
+  // script(1) gives the CLI a terminal; the answer '1' is typed into it.
+  const std::string cmd = std::string(ERRSHIM_CLI) + " fix --interactive --allow safe,slower,changes-output --config " + f +
+                          " --catalog " + kGolden + " " + kGoldenMessage;
+  const CliRun r = run_shell("printf '1\\n' | script -qec " + quote(cmd) + " /dev/null");
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("[0] Build the model with a larger"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("max_new_tokens: 1024 -> 512"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("not possible: host action 'truncate-prompt' is not registered"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("max_new_tokens: 512"), std::string::npos) << r.out;
 }
 
 }  // namespace

@@ -173,6 +173,63 @@ INSTANTIATE_TEST_SUITE_P(
                           "        fires: [{config: {use_cache: false}}]\n",
                           "", "examples.preflight is given but the entry has no 'preflight' condition"}),
     [](const ::testing::TestParamInfo<PreflightLintCase>& info) { return info.param.name; });
+// An entry whose cause (or another user-facing field) is `text`.
+std::string entry_with_cause(const std::string& id, const std::string& field, const std::string& text) {
+  std::string y = entry_yaml(id, "prose " + id);
+  const std::string from = field == "cause" ? "    cause: c\n" : field == "trigger" ? "    trigger: t\n" : "      - text: r\n";
+  const std::string indent = field == "text" ? "      - text: " : "    " + field + ": ";
+  y.replace(y.find(from), from.size(), indent + "'" + text + "'\n");
+  return y;
+}
+
+bool has_problem(const std::vector<Problem>& ps, const std::string& id, const std::string& part) {
+  for (const Problem& p : ps)
+    if (p.entry_id == id && p.message.find(part) != std::string::npos) return true;
+  return false;
+}
+
+struct NoteCase {
+  const char* name;
+  const char* field;
+  const char* text;
+};
+
+class LintAuthoringNote : public ::testing::TestWithParam<NoteCase> {};
+
+TEST_P(LintAuthoringNote, IsRefusedInUserFacingProse) {
+  const NoteCase& c = GetParam();
+  const auto ps = lint(*catalog_from(file_yaml(entry_with_cause("lib.note", c.field, c.text))));
+  EXPECT_TRUE(has_problem(ps, "lib.note", "holds an authoring note")) << all(ps);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Lint, LintAuthoringNote,
+    ::testing::Values(NoteCase{"NotReproducible", "cause", "The GPU ran out. Not reproducible on this CPU-only build."},
+                      NoteCase{"Todo", "trigger", "A long prompt. TODO: check the 2.x wording."},
+                      NoteCase{"WeCouldNot", "text", "Lower the batch size; we could not test it."},
+                      NoteCase{"Fixme", "cause", "Something FIXME here."}),
+    [](const ::testing::TestParamInfo<NoteCase>& info) { return std::string(info.param.name); });
+
+TEST(Lint, AcceptsProseThatMentionsBuildsAsFacts) {
+  // "a CPU-only build" of the user's torch is a fact about their error, and
+  // "todos" inside a word is no marker.
+  const auto ps = lint(*catalog_from(file_yaml(entry_with_cause(
+      "lib.fact", "cause", "The installed torch is a CPU-only build; the photodosimeter is unrelated."))));
+  EXPECT_FALSE(has_problem(ps, "lib.fact", "authoring note")) << all(ps);
+}
+
+TEST(Lint, RefusesACauseWhoseFirstSentenceIsLongerThanAListLine) {
+  const std::string clause = "the kernel has no variant for this head size, ";
+  std::string long_first;
+  while (long_first.size() < 250) long_first += clause;
+  long_first += "so it refuses. Then more.";
+  const auto ps = lint(*catalog_from(file_yaml(entry_with_cause("lib.long", "cause", long_first) +
+                                               entry_with_cause("lib.short", "cause",
+                                                                "The kernel has no variant for this head size. " +
+                                                                    long_first))));
+  EXPECT_TRUE(has_problem(ps, "lib.long", "first sentence takes")) << all(ps);
+  EXPECT_FALSE(has_problem(ps, "lib.short", "first sentence takes")) << all(ps);
+}
 
 }  // namespace
 }  // namespace errshim

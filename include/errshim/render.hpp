@@ -2,6 +2,7 @@
 // formatters for both: "{}" gives the text form, "{:j}" the JSON form.
 #pragma once
 
+#include <cstddef>
 #include <string>
 #include <string_view>
 
@@ -12,13 +13,50 @@
 
 namespace errshim {
 
-// Several lines: id and source, cause, trigger, captures, numbered remediation.
+struct Entry;
+struct SourcePin;
+
+// Several lines, for logs: id and source, cause, trigger, captures, remediation
+// steps numbered by index ([0] first). The overload below is the form for a person.
 std::string to_text(const Diagnosis& diagnosis);
 
+// How the text form is laid out for a person (the CLI's explain and check).
+struct TextOptions {
+  bool color = false;     // ANSI colours, and OSC 8 hyperlinks on source pins
+  std::size_t width = 0;  // wrap at this many columns; 0: no wrapping
+  bool verbose = false;   // every also_at pin and example; else long lists show a count
+};
+
+// The form for a person, rustc/miette style: a header line (severity, id,
+// kind), the source pin with its link, the message with the captured values
+// highlighted, cause, trigger, and the remediation steps numbered by their
+// index (0 first: the number `Decision::step`, the JSON, Python and
+// `errshim fix --step N` use), each with its fix and safety class.
+// Control characters in the message are shown as escapes.
+std::string to_text(const Diagnosis& diagnosis, const TextOptions& options);
+// One catalog entry in the same form without a message, plus its examples
+// (`errshim explain ID`).
+std::string to_text(const Entry& entry, const TextOptions& options);
+
+// https://github.com/{repo}/blob/{commit}/{path}#L{line} (no #L when the
+// line is unknown, HEAD when the commit is).
+std::string source_url(const SourcePin& pin);
+
+// Catalog prose with the hard line breaks of its YAML block removed: lines
+// of a paragraph are joined by a space; paragraphs stay apart ("\n\n"), and
+// a line that starts a list item ("- ", "* ", "1. ") or is indented deeper
+// than the paragraph keeps its own line.
+std::string fold_prose(std::string_view prose);
+// The first sentence of `prose` (folded): up to the first '.', '!' or '?'
+// followed by a space or the end, outside `code` spans and abbreviations
+// (e.g., i.e., etc., vs., cf.); the whole first paragraph when none ends it.
+std::string first_sentence(std::string_view prose);
+
 // One JSON object:
-// {"matched": true, "id", "source": {"repo","path","line","commit"}, "cause",
-//  "trigger", "remediation": [{"text", "fix"?}], "captures": {name: value},
-//  "message"}. Invalid UTF-8 in the input is replaced by U+FFFD.
+// {"matched": true, "id", "source": {"repo","path","line","commit","symbol",
+//  "url"}, "cause", "trigger", "remediation": [{"step", "text", "fix"?}],
+//  "captures": {name: value}, "message"}. Prose fields are folded
+// (fold_prose). Invalid UTF-8 in the input is replaced by U+FFFD.
 std::string to_json(const Diagnosis& diagnosis);
 // {"matched": false}
 std::string unmatched_json();

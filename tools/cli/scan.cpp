@@ -1,0 +1,187 @@
+// errshim scan.
+#include <cerrno>
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <iostream>
+#include <memory>
+#include <optional>
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <fmt/format.h>
+
+#include "cli.hpp"
+#include "errshim/follow.hpp"
+#include "errshim/scan.hpp"
+
+namespace errshim_cli {
+
+namespace {
+
+// A progress bar on standard error for one input, drawn only when the
+// percentage changes, and wiped when done so the report starts clean.
+class ProgressBar {
+ public:
+  ProgressBar(std::string name, std::uint64_t total) : name_(std::move(name)), total_(total) {}
+  ProgressBar(const ProgressBar&) = delete;
+  ProgressBar& operator=(const ProgressBar&) = delete;
+  ~ProgressBar() {
+    if (drawn_ >= 0) fmt::print(stderr, "\r\033[K");
+  }
+  void operator()(std::uint64_t done) {
+    const int percent = static_cast<int>(std::min<std::uint64_t>(100, total_ > 0 ? done * 100 / total_ : 100));
+    if (percent == drawn_) return;
+    drawn_ = percent;
+    constexpr int kWidth = 32;
+    const int filled = percent * kWidth / 100;
+    fmt::print(stderr, "\rerrshim scan: {} [{}{}] {:>3}%", name_, std::string(static_cast<std::size_t>(filled), '#'),
+               std::string(static_cast<std::size_t>(kWidth - filled), '.'), percent);
+    std::fflush(stderr);
+  }
+
+ private:
+  std::string name_;
+  std::uint64_t total_;
+  int drawn_ = -1;
+};
+
+// Bytes in a file or redirected standard input; 0 when unknown (a pipe).
+std::uint64_t input_size(const std::string& input) {
+  struct stat st {};
+  const int rc = input == "-" ? fstat(STDIN_FILENO, &st) : stat(input.c_str(), &st);
+  return (rc == 0 && S_ISREG(st.st_mode)) ? static_cast<std::uint64_t>(st.st_size) : 0;
+}
+
+struct ScanOpts {
+  CatalogOptions catalog;
+  bool json = false;
+  unsigned jobs = 0;  // 0: ScanOptions' default
+  std::vector<std::string> inputs;
+  // --follow
+  bool follow = false, confirm = false, syslog_escapes = false;
+  long idle_ms = 500;
+  std::string out;
+};
+
+volatile std::sig_atomic_t g_stop_follow = 0;
+extern "C" void on_stop_signal(int) { g_stop_follow = 1; }
+
+// scan --follow: one input, JSON lines out as blocks complete, until its end
+// or SIGTERM/SIGINT (the open block is printed before exiting).
+int scan_follow(const ScanOpts& a) {
+  if (a.inputs.size() > 1) throw usage_error("scan --follow takes one FILE, or '-' for standard input");
+  const std::string input = a.inputs.empty() ? "-" : a.inputs[0];
+  const auto catalog = load_catalog(a.catalog);
+  std::FILE* out = stdout;
+  if (!a.out.empty() && (out = std::fopen(a.out.c_str(), "a")) == nullptr)
+    throw usage_error(fmt::format("cannot write '{}': {}", a.out, std::strerror(errno)));
+  errshim::FollowOptions options;
+  options.scan.context = context_of(a.catalog);
+  options.idle = std::chrono::milliseconds(a.idle_ms);
+  options.syslog_escapes = a.syslog_escapes;
+  errshim::BlockFollower follower(input == "-" ? "<stdin>" : input, catalog, [&](const errshim::ScanBlock& block) {
+    fmt::print(out, "{}\n", with_catalog(errshim::to_json(block), *catalog));
+    std::fflush(out);
+  }, options);
+  struct sigaction sa {};
+  sa.sa_handler = on_stop_signal;  // no SA_RESTART: a blocked read or poll returns at once
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGTERM, &sa, nullptr);
+  sigaction(SIGINT, &sa, nullptr);
+  const auto confirm = [](std::uint64_t lines) {
+    for (; lines > 0; --lines) std::fputs("OK\n", stdout);
+    std::fflush(stdout);
+  };
+  if (a.confirm) confirm(1);  // omprog waits for a new instance to say it is ready
+  try {
+    errshim::follow(input, follower, [] { return g_stop_follow != 0; },
+                    a.confirm ? std::function<void(std::uint64_t)>(confirm) : nullptr);
+  } catch (const std::runtime_error& e) {
+    if (out != stdout) std::fclose(out);
+    throw usage_error(e.what());
+  }
+  if (out != stdout) std::fclose(out);
+  return kOk;
+}
+
+int scan(const ScanOpts& a) {
+  if (a.follow) return scan_follow(a);
+  constexpr std::uint64_t kProgressFrom = 32u << 20;
+  const auto catalog = load_catalog(a.catalog);
+  std::vector<std::string> inputs = a.inputs;
+  if (inputs.empty()) inputs.push_back("-");
+  // The bar goes to a terminal only, and not where it would tear JSON lines
+  // printed to the same terminal.
+  const bool bar_allowed = isatty(STDERR_FILENO) == 1 && !(a.json && isatty(STDOUT_FILENO) == 1);
+  errshim::ScanSummary summary;
+  errshim::ScanOptions options;
+  options.context = context_of(a.catalog);
+  options.threads = a.jobs;
+  std::uint64_t matched = 0;
+  for (const std::string& input : inputs) {
+    const bool from_stdin = input == "-";
+    std::ifstream file;
+    if (!from_stdin) {
+      std::error_code ec;
+      if (std::filesystem::is_directory(input, ec)) throw usage_error(fmt::format("'{}' is a directory", input));
+      file.open(input, std::ios::binary);
+      if (!file) throw usage_error(fmt::format("cannot read '{}'", input));
+    }
+    const std::string name = from_stdin ? "<stdin>" : input;
+    const std::uint64_t size = input_size(input);
+    std::optional<ProgressBar> bar;
+    if (bar_allowed && size >= kProgressFrom) bar.emplace(name, size);
+    options.on_progress = nullptr;
+    if (bar) options.on_progress = std::ref(*bar);
+    const auto visit = [&](const errshim::ScanBlock& block) {
+      if (!a.json) return summary.add(block);
+      bar.reset();  // a JSON line never lands on top of the bar
+      fmt::print("{}\n", with_catalog(errshim::to_json(block), *catalog));
+      std::fflush(stdout);  // streaming: a reader (jq, a tail -f pipeline) sees each block as it ends
+    };
+    // A named file by path: mapped, and split across threads when large.
+    const errshim::ScanStats stats = from_stdin ? errshim::scan(std::cin, name, *catalog, visit, options)
+                                                : errshim::scan_file(input, *catalog, visit, options);
+    matched += stats.matched;
+  }
+  if (!a.json) fmt::print("{}", summary.to_text());
+  return matched > 0 ? kOk : kNoMatch;
+}
+
+}  // namespace
+
+Command add_scan(CLI::App& root) {
+  auto o = std::make_shared<ScanOpts>();
+  CLI::App* cmd = add_command(root, "scan", "find and explain the error blocks in logs",
+      "Find the error blocks in logs (standard input when no FILE, or '-'): Python tracebacks, Rust 'Error:' chains "
+      "and panics, libtorch backtraces, ERROR/CRITICAL lines. Print how often each catalog entry occurred with its "
+      "first example, then the blocks nothing matched. A progress bar is shown on a terminal for inputs over 32 MiB.");
+  add_catalog_options(*cmd, o->catalog);
+  cmd->add_flag("--json", o->json,
+                "a JSON object per block: explain's fields plus file, line, lines, kind");
+  cmd->add_option("-j,--jobs", o->jobs,
+                  "scan each file with N threads (default: the core count for files of 64 MiB or more)")
+      ->check(CLI::Range(1u, 256u));
+  cmd->add_flag("--follow", o->follow,
+                "stream: print each block's JSON line as soon as it is complete; FILE is followed as it grows and "
+                "reopened when rotated or truncated, '-' is read to its end; ends cleanly on SIGTERM or SIGINT, "
+                "printing the block still open");
+  auto* idle = cmd->add_option("--idle-ms", o->idle_ms, "with --follow: a block is complete after N ms without input")
+                   ->check(CLI::Range(1L, 3600000L));
+  auto* out = cmd->add_option("--out", o->out, "with --follow: append the JSON lines to FILE");
+  auto* confirm = cmd->add_flag("--confirm", o->confirm,
+                                "with --follow: print OK at start and per line read (rsyslog omprog's confirmMessages)");
+  auto* escapes = cmd->add_flag("--syslog-escapes", o->syslog_escapes,
+                                "with --follow: '#012' in a line is a newline (rsyslog's escaping of multi-line records)");
+  for (CLI::Option* opt : {idle, out, confirm, escapes}) opt->needs("--follow");
+  cmd->add_option("FILE", o->inputs, "log files ('-': standard input)");
+  return {cmd, [o] { return scan(*o); }};
+}
+
+}  // namespace errshim_cli
