@@ -7,7 +7,9 @@
 #include <fmt/format.h>
 
 #include "errshim/catalog.hpp"
+#include "errshim/raise_site.hpp"
 #include "escape.hpp"
+#include "text.hpp"
 #include "text_wrap.hpp"
 #include "utf8.hpp"
 
@@ -155,14 +157,30 @@ std::string to_text(const Diagnosis& d) {
   return out;
 }
 
+std::string to_json(const SourcePin& p) {
+  return fmt::format("{{\"repo\": {}, \"path\": {}, \"line\": {}, \"commit\": {}, \"symbol\": {}, \"url\": {}}}",
+                     json_quote(p.repo), json_quote(p.path), p.line, json_quote(p.commit), json_quote(p.symbol),
+                     json_quote(source_url(p)));
+}
+
 std::string to_json(const Diagnosis& d) {
   if (!d.entry) return unmatched_json();
   const Entry& e = *d.entry;
   std::string out = fmt::format("{{\"matched\": true, \"id\": {}, ", json_quote(e.id));
-  out += fmt::format(
-      "\"source\": {{\"repo\": {}, \"path\": {}, \"line\": {}, \"commit\": {}, \"symbol\": {}, \"url\": {}}}, ",
-      json_quote(e.source.repo), json_quote(e.source.path), e.source.line, json_quote(e.source.commit),
-      json_quote(e.source.symbol), json_quote(source_url(e.source)));
+  out += fmt::format("\"source\": {}, \"also_at\": [", to_json(e.source));
+  for (std::size_t i = 0; i < e.also_at.size(); ++i) out += (i ? ", " : "") + to_json(e.also_at[i]);
+  out += "], ";
+  // Where the message says it was raised, and which pin that confirms.
+  const SiteResolution site = resolve_site(d);
+  if (!site.stated.empty()) {
+    const StatedSite& s = site.stated.front();
+    out += fmt::format("\"raised_at\": {{\"library\": {}, \"path\": {}, \"line\": {}, \"function\": {}, "
+                       "\"form\": {}}}, ",
+                       json_quote(s.library), json_quote(s.path), s.line, json_quote(s.function), json_quote(s.form));
+  }
+  if (site.pin)
+    out += fmt::format("\"site\": {{\"pin\": {}, \"fit\": \"{}\"}}, ", to_json(*site.pin),
+                       site.fit == SiteFit::line ? "line" : "file");
   out += fmt::format("\"library\": {}, \"error_class\": {}, \"kind\": {}, \"severity\": {}, ", json_quote(e.library),
                      json_quote(e.error_class), json_quote(e.kind), json_quote(e.severity));
   out += fmt::format("\"cause\": {}, \"trigger\": {}, \"remediation\": [", json_quote(fold_prose(e.cause)),
@@ -197,11 +215,7 @@ bool is_list_item(std::string_view line) {
   return i > 0 && i + 1 < line.size() && (line[i] == '.' || line[i] == ')') && line[i + 1] == ' ';
 }
 
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) s.remove_suffix(1);
-  return s;
-}
+using detail::trim;
 
 std::size_t indent_of(std::string_view line) {
   std::size_t i = 0;

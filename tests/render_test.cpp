@@ -52,7 +52,7 @@ TEST(Render, JsonFormGolden) {
             R"("source": {"repo": "example/repo", "path": "src/ops.rs", "line": 1098, )"
             R"("commit": "0123456789abcdef0123456789abcdef01234567", "symbol": "Sdpa::fwd", )"
             R"("url": "https://github.com/example/repo/blob/0123456789abcdef0123456789abcdef01234567/src/ops.rs#L1098"}, )"
-            R"("library": "test", "error_class": "candle::Error::Msg", "kind": "unsupported-feature", )"
+            R"("also_at": [], "library": "test", "error_class": "candle::Error::Msg", "kind": "unsupported-feature", )"
             R"("severity": "error", "cause": "The kernel has no variant for this head size.", )"
             R"("trigger": "A model whose head dim the kernel lacks.", "remediation": [)"
             R"({"step": 0, "text": "Use manual attention.", "fix": {"action": "fallback-manual-attention", "safety": "safe", )"
@@ -138,6 +138,25 @@ TEST(Render, SourceUrlPointsAtThePinnedLine) {
 }
 
 Diagnosis prose_sample() { return *prose_catalog()->diagnose("sequence length 9000 exceeds cache 4096"); }
+
+TEST(Render, JsonListsEveryPinAndTheOneTheMessageStates) {
+  const auto d = prose_catalog()->diagnose(
+      "sequence length 9000 exceeds cache 4096\nException raised from grow at ../src/b.rs:2 (most recent call first):");
+  ASSERT_TRUE(d);
+  const std::string j = to_json(*d);
+  EXPECT_NE(j.find(R"("also_at": [{"repo": "example/repo", "path": "src/a.rs", "line": 1, )"), std::string::npos) << j;
+  EXPECT_NE(j.find(R"("path": "src/c.rs", "line": 3, )"), std::string::npos) << j;
+  EXPECT_NE(j.find(R"("raised_at": {"library": "libtorch", "path": "../src/b.rs", "line": 2, "function": "grow", )"
+                   R"("form": "c10"}, )"),
+            std::string::npos)
+      << j;
+  EXPECT_NE(j.find(R"("site": {"pin": {"repo": "example/repo", "path": "src/b.rs", "line": 2, )"), std::string::npos) << j;
+  EXPECT_NE(j.find(R"("fit": "line"})"), std::string::npos) << j;
+  // Nothing stated: neither field.
+  const std::string plain = to_json(prose_sample());
+  EXPECT_EQ(plain.find("\"raised_at\""), std::string::npos);
+  EXPECT_EQ(plain.find("\"site\""), std::string::npos);
+}
 
 TEST(Render, PersonTextWrapsToTheWidthAndFoldsLongLists) {
   TextOptions o;

@@ -52,11 +52,19 @@ std::string fold_prose(std::string_view prose);
 // (e.g., i.e., etc., vs., cf.); the whole first paragraph when none ends it.
 std::string first_sentence(std::string_view prose);
 
+// A pin as JSON, one shape everywhere: {"repo", "path", "line", "commit",
+// "symbol", "url"}.
+std::string to_json(const SourcePin& pin);
+
 // One JSON object:
-// {"matched": true, "id", "source": {"repo","path","line","commit","symbol",
-//  "url"}, "cause", "trigger", "remediation": [{"step", "text", "fix"?}],
-//  "captures": {name: value}, "message"}. Prose fields are folded
-// (fold_prose). Invalid UTF-8 in the input is replaced by U+FFFD.
+// {"matched": true, "id", "source": PIN, "also_at": [PIN...], "raised_at"?:
+//  {"library", "path", "line", "function", "form"} (where the message says
+//  it was raised, raise_site.hpp), "site"?: {"pin": PIN, "fit": "line" |
+//  "file"} (the pin that location confirms), "library", "error_class",
+//  "kind", "severity", "cause", "trigger", "remediation": [{"step", "text",
+//  "fix"?}], "captures": {name: value}, "message", "exception_class"}. Prose
+// fields are folded (fold_prose). Invalid UTF-8 in the input is replaced by
+// U+FFFD.
 std::string to_json(const Diagnosis& diagnosis);
 // {"matched": false}
 std::string unmatched_json();

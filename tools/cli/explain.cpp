@@ -127,14 +127,10 @@ Command add_list(CLI::App& root) {
                 std::vector<std::string> tags;
                 for (const auto& tag : e->tags) tags.push_back(errshim::json_quote(tag));
                 fmt::print("{}\n",
-                           with_catalog(fmt::format("{{\"id\": {}, \"library\": {}, \"kind\": {}, \"source\": {{\"repo\": "
-                                                    "{}, \"path\": {}, \"line\": {}, \"commit\": {}, \"url\": {}}}, "
+                           with_catalog(fmt::format("{{\"id\": {}, \"library\": {}, \"kind\": {}, \"source\": {}, "
                                                     "\"tags\": [{}], \"cause\": {}}}",
                                                     errshim::json_quote(e->id), errshim::json_quote(e->library),
-                                                    errshim::json_quote(e->kind), errshim::json_quote(e->source.repo),
-                                                    errshim::json_quote(e->source.path), e->source.line,
-                                                    errshim::json_quote(e->source.commit),
-                                                    errshim::json_quote(errshim::source_url(e->source)),
+                                                    errshim::json_quote(e->kind), errshim::to_json(e->source),
                                                     fmt::join(tags, ", "), errshim::json_quote(summary)),
                                         *catalog));
                 continue;
