@@ -12,7 +12,7 @@ set -euo pipefail
 
 packages=(g++ cmake make pkg-config
           libboost-regex-dev libfmt-dev libyaml-cpp-dev
-          libgtest-dev googletest libbenchmark-dev libcli11-dev nlohmann-json3-dev python3)
+          libgtest-dev googletest libbenchmark-dev libcli11-dev python3)
 for arg in "$@"; do
   case "$arg" in
     --with-torch) packages+=(libtorch-dev) ;;
