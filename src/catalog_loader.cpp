@@ -21,6 +21,7 @@
 
 #include "fix_values.hpp"
 #include "template.hpp"
+#include "vocabulary.hpp"
 
 namespace errshim::detail {
 namespace {
@@ -37,7 +38,8 @@ constexpr std::array<std::string_view, 22> kEntryKeys = {
     "priority", "unless",  "imported", "applies_to", "preflight", "generated"};
 constexpr std::array<std::string_view, 5> kSourceKeys = {"repo", "path", "line", "commit", "symbol"};
 constexpr std::array<std::string_view, 2> kRemediationKeys = {"text", "fix"};
-constexpr std::array<std::string_view, 7> kFixKeys = {"set", "remove", "action", "safety", "reason", "requires", "conflicts"};
+constexpr std::array<std::string_view, 10> kFixKeys = {"set",       "remove", "action", "safety",    "reason",
+                                                       "requires",  "conflicts", "config", "create", "vocabulary"};
 constexpr std::array<std::string_view, 2> kExampleKeys = {"match", "no_match"};
 constexpr std::array<std::string_view, 3> kMatchExampleKeys = {"text", "captures", "context"};
 constexpr std::array<std::string_view, 8> kKinds = {"validation",         "unsupported-feature", "shape-mismatch",
@@ -432,6 +434,66 @@ void check_fix_keys(Reader& r, Node node, const Entry& e) {
   }
 }
 
+// `config` (the kinds of config the fix applies to), `create` (true, or the
+// keys it may create) and `vocabulary` (key -> vocabulary its value is
+// written in), each checked against what errshim knows.
+void read_fix_scope(Reader& r, Node node, Fix& fix) {
+  const auto fix_keys = [&] {
+    std::vector<std::string> keys;
+    for (const auto* list : {&fix.set, &fix.requires_set})
+      for (const auto& kv : *list) keys.push_back(kv.first);
+    return keys;
+  };
+  if (const Node kinds = node["config"]) {
+    std::vector<Node> items;
+    if (kinds.is_scalar()) items.push_back(kinds);
+    else if (r.expect_seq(kinds, "fix.config"))
+      for (const Node item : kinds.items()) items.push_back(item);
+    for (const Node item : items) {
+      const auto s = r.string(item, "fix.config");
+      if (!s) continue;
+      const auto k = parse_config_kind(*s);
+      if (!k || *k == ConfigKind::unknown)
+        r.problem(item, fmt::format("fix.config: unknown config kind '{}' (one of: model-config, generation-config, "
+                                    "from-pretrained-kwargs, generate-kwargs, candle-config, host-config)",
+                                    *s));
+      else
+        fix.config_kinds.push_back(*s);
+    }
+  }
+  if (const Node create = node["create"]) {
+    if (create.is_scalar() && !create.non_specific() && (create.scalar() == "true" || create.scalar() == "false")) {
+      if (create.scalar() == "true") fix.create = {"*"};
+    } else if (create.is_seq()) {
+      const std::vector<std::string> keys = fix_keys();
+      for (const Node item : create.items()) {
+        const auto s = r.string(item, "fix.create");
+        if (!s) continue;
+        if (std::find(keys.begin(), keys.end(), *s) == keys.end())
+          r.problem(item, fmt::format("fix.create: '{}' is not a key this fix sets (it sets: {})", *s,
+                                      keys.empty() ? "none" : fmt::format("{}", fmt::join(keys, ", "))));
+        else
+          fix.create.push_back(*s);
+      }
+    } else {
+      r.problem(create, "fix.create must be true, false or a list of the keys the fix may create");
+    }
+  }
+  if (const Node vocabulary = node["vocabulary"]) {
+    const std::vector<std::string> keys = fix_keys();
+    for (auto& [key, v] : read_assignments(r, vocabulary, "fix.vocabulary")) {
+      const Node at = vocabulary[key];
+      if (std::find(keys.begin(), keys.end(), key) == keys.end())
+        r.problem(at, fmt::format("fix.vocabulary: '{}' is not a key this fix sets", key));
+      else if (v.type != Value::Type::string || !parse_vocabulary(v.text))
+        r.problem(at, fmt::format("fix.vocabulary.{}: unknown vocabulary '{}' (one of: {})", key, v.text,
+                                  known_vocabularies()));
+      else
+        fix.vocabulary.emplace_back(key, v);
+    }
+  }
+}
+
 std::optional<Fix> read_fix(Reader& r, Node node, const Entry& e) {
   if (!r.expect_map(node, "fix")) return std::nullopt;
   r.check_keys(node, kFixKeys, "fix");
@@ -455,6 +517,7 @@ std::optional<Fix> read_fix(Reader& r, Node node, const Entry& e) {
   }
   if (fix.empty() && fix.safety != Safety::manual)
     r.problem(node, "fix changes nothing: give 'set', 'remove' or 'action' (or make it safety: manual)");
+  read_fix_scope(r, node, fix);
   check_fix_keys(r, node, e);
   return fix;
 }

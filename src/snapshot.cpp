@@ -15,7 +15,7 @@ namespace {
 
 // Bump when the layout below changes. 2: the match plan and a checksum.
 // 3: the hash of the source bytes.
-constexpr std::uint32_t kFormat = 3;
+constexpr std::uint32_t kFormat = 4;  // 4: fixes carry config kinds, create, vocabulary
 constexpr std::string_view kMagic = "errshim catalog snapshot\n";
 
 // A 64-bit checksum of the bytes before it, last in the file: a damaged
@@ -121,6 +121,9 @@ void Writer::entry(const Entry& e) {
     str(f.reason);
     assignments(f.requires_set);
     assignments(f.conflicts);
+    strings(f.config_kinds);
+    strings(f.create);
+    assignments(f.vocabulary);
   }
   strings(e.tags);
   count(e.match_examples.size());
@@ -296,6 +299,9 @@ void Reader::entry(Entry& e) {
     f.reason = str();
     assignments(f.requires_set);
     assignments(f.conflicts);
+    strings(f.config_kinds);
+    strings(f.create);
+    assignments(f.vocabulary);
     return r;
   });
   strings(e.tags);

@@ -67,6 +67,7 @@ CatalogPtr catalog() {
           set: {use_flash_attn: false}
           requires: {kv_cache_dtype: auto}
           conflicts: {strict_kernels: true}
+          create: [kv_cache_dtype]
           safety: slower
       - text: fall back to manual attention
         fix: {action: fallback-manual-attention, safety: safe}
@@ -82,7 +83,7 @@ CatalogPtr catalog() {
     trigger: t
     remediation:
       - text: use the head count from the message
-        fix: {set: {num_kv_heads: '{heads}', kv_second: '{kv:dim0}'}, safety: changes-output}
+        fix: {set: {num_kv_heads: '{heads}', kv_second: '{kv:dim0}'}, create: [kv_second], safety: changes-output}
     examples: {match: ['head count 8 does not divide [A, 3]']}
   - id: t.tag
     template: 'unknown model tag {tag} for revision {rev}'
@@ -94,7 +95,7 @@ CatalogPtr catalog() {
     trigger: t
     remediation:
       - text: use the tag the message names
-        fix: {set: {model_tag: '{tag}', revision: '{rev}'}, safety: safe}
+        fix: {set: {model_tag: '{tag}', revision: '{rev}'}, create: true, safety: safe}
       - text: or fall back to the main tag
         fix: {set: {model_tag: main}, safety: safe}
     examples: {match: ['unknown model tag 123 for revision 7']}
@@ -609,7 +610,7 @@ TEST(Remediate, AuditCallbackAndMetrics) {
   for (const char* field : {"\"time\": \"", "\"attempt\": 1", "\"entry\": \"t.kv\"", "\"step\": 0",
                             "\"fix\": {\"set\": {\"kv_cache_enabled\": false}}", "\"safety\": \"slower\"",
                             "\"mode\": \"auto\"", "\"outcome\": \"applied\"",
-                            "\"changes\": [{\"path\": \"kv_cache_enabled\", \"before\": true, \"after\": false}]"})
+                            "\"changes\": [{\"path\": \"kv_cache_enabled\", \"before\": true, \"after\": false, \"created\": false}]"})
     EXPECT_NE(audit[0].find(field), std::string::npos) << field << "\n" << audit[0];
   EXPECT_NE(audit[1].find("\"outcome\": \"succeeded\""), std::string::npos);
   EXPECT_EQ(metrics.value("t.kv", Decision::Outcome::applied), 1u);

@@ -66,6 +66,17 @@ struct Fix {
   std::string reason;                              // one line: why this safety class
   std::vector<std::pair<std::string, Value>> requires_set;  // bundle: must change together
   std::vector<std::pair<std::string, Value>> conflicts;     // bundle: refuses when a key holds this value
+  // The config kinds this fix applies to ("model-config", "generation-config",
+  // "from-pretrained-kwargs", "generate-kwargs", "candle-config", "host-config");
+  // empty: any. A config of another kind refuses the step.
+  std::vector<std::string> config_kinds;
+  // Keys of `set`/`requires` this fix may create when the config lacks them
+  // ("*": any of them). Without it a fix only changes keys the config has.
+  std::vector<std::string> create;
+  // Key -> vocabulary ("dtype", "device", "attn-implementation",
+  // "cache-implementation") a value is mapped into before it is written, for
+  // keys whose name does not say it (the registry knows `*_dtype`, ...).
+  std::vector<std::pair<std::string, Value>> vocabulary;
 
   bool empty() const noexcept { return set.empty() && remove.empty() && action.empty(); }
 };
