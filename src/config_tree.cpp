@@ -812,8 +812,9 @@ class Locator {
           const YAML::Node key = it->first;
           if (!s.flow) p = skip(p, true);
           if (key.Mark().pos + offset_ != p) bad();
+          // A key is on one line; a plain one in block style may hold '{' or ','.
           char style = 0;
-          const std::size_t key_end = scalar_end(p, true, 0, style);
+          const std::size_t key_end = at(p) == '"' || at(p) == '\'' ? scalar_end(p, true, 0, style) : plain_line_end(p, s.flow);
           s.key_start.push_back(p);
           s.key_end.push_back(key_end);
           std::size_t colon = skip(key_end, false);
@@ -1418,8 +1419,9 @@ std::string ConfigTree::Impl::emit() const {
 }
 
 std::optional<std::string> ConfigTree::Impl::splice() const {
-  if (!source || !parsed) return std::nullopt;
-  if (same_tree(*parsed, root, format)) return *given;
+  if (!parsed) return std::nullopt;
+  if (same_tree(*parsed, root, format)) return *given;  // unchanged: as given, whatever its layout
+  if (!source) return std::nullopt;
   std::optional<std::string> out = apply_edits(*given, Splicer(*given, *source, format).diff(*parsed, root));
   if (!out) return std::nullopt;
   // Kept only when it reads back as this tree.
@@ -1438,6 +1440,9 @@ std::string ConfigTree::dump() const {
 
 ConfigKind ConfigTree::kind() const { return impl_->kind; }
 void ConfigTree::set_kind(ConfigKind kind) { impl_->kind = kind; }
+bool ConfigTree::same_values(const ConfigTree& other) const {
+  return impl_->format == other.impl_->format && same_tree(impl_->root, other.impl_->root, impl_->format);
+}
 
 ConfigTree::Format ConfigTree::format() const noexcept { return impl_->format; }
 const std::string& ConfigTree::name() const noexcept { return impl_->name; }

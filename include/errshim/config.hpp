@@ -98,6 +98,9 @@ class ConfigTree final : public ConfigAccess {
   // unknown when neither tells. set_kind() says it outright.
   ConfigKind kind() const override;
   void set_kind(ConfigKind kind);
+  // Whether `other` holds the same keys with the same values (order and
+  // layout aside): what a config reads as, not how it is written.
+  bool same_values(const ConfigTree& other) const;
   Format format() const noexcept;
   const std::string& name() const noexcept;
 
