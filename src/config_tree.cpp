@@ -824,11 +824,7 @@ class Locator {
           v.owner_col = column(p);
           const std::size_t vt = skip(colon + 1, true);
           place(it->second, v, colon + 1, vt, s.flow, column(p));
-          p = v.end;
-          if (s.flow) {
-            p = skip(p, true);
-            if (at(p) == ',') p = skip(p + 1, true);
-          }
+          p = after_entry(v.end, s.flow);
           s.kids.push_back(std::move(v));
         }
         s.end = s.flow ? close(p, '}') : (s.kids.empty() ? content : s.kids.back().end);
@@ -853,11 +849,7 @@ class Locator {
           }
           v.owner_col = column(p);
           place(e, v, v.region, vt, s.flow, column(p));
-          p = v.end;
-          if (s.flow) {
-            p = skip(p, true);
-            if (at(p) == ',') p = skip(p + 1, true);
-          }
+          p = after_entry(v.end, s.flow);
           s.kids.push_back(std::move(v));
         }
         s.end = s.flow ? close(p, ']') : (s.kids.empty() ? content : s.kids.back().end);
@@ -865,6 +857,12 @@ class Locator {
       }
       default: bad();
     }
+  }
+  // Where the next entry may start: in flow style past the ',' after this one.
+  std::size_t after_entry(std::size_t p, bool flow) const {
+    if (!flow) return p;
+    p = skip(p, true);
+    return at(p) == ',' ? skip(p + 1, true) : p;
   }
   std::size_t close(std::size_t p, char bracket) const {
     p = skip(p, true);

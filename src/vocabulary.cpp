@@ -7,26 +7,11 @@
 #include <fmt/format.h>
 
 #include "chars.hpp"
+#include "fix_values.hpp"
 
 namespace errshim::detail {
 
 namespace {
-
-std::string lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out)
-    if (is_upper(c)) c = static_cast<char>(c - 'A' + 'a');
-  return out;
-}
-
-std::string_view last_part(std::string_view key) {
-  const std::size_t dot = key.rfind('.');
-  return dot == std::string_view::npos ? key : key.substr(dot + 1);
-}
-
-bool ends_with(std::string_view s, std::string_view tail) {
-  return s.size() >= tail.size() && s.substr(s.size() - tail.size()) == tail;
-}
 
 bool starts_with(std::string_view s, std::string_view head) { return s.substr(0, head.size()) == head; }
 
@@ -85,12 +70,12 @@ DtypeHit find_dtype(std::string_view v) {
   }
   // Case, a "c10::" or "at::" prefix and "torch." aliases say nothing of the
   // config's family; they are read, never written.
-  std::string l = lower(v);
+  std::string l = ascii_lower(v);
   for (std::string_view prefix : {"c10::scalartype::", "c10::", "at::", "dtype."})
     if (starts_with(l, prefix)) l.erase(0, prefix.size());
   for (const DtypeRow& row : dtype_rows()) {
     for (std::string_view s : row.spelling)
-      if (!s.empty() && lower(s) == l) return {&row, std::nullopt};
+      if (!s.empty() && ascii_lower(s) == l) return {&row, std::nullopt};
     for (std::string_view a : row.aliases)
       if (a == l) return {&row, std::nullopt};
   }
@@ -140,7 +125,7 @@ const std::vector<std::string_view> kCandleDevices = {"cpu", "cuda", "metal"};
 
 std::optional<std::string> map_device(std::string_view value, const std::string* hint, ConfigKind kind, std::string& why) {
   const std::size_t colon = value.find(':');
-  std::string type = lower(value.substr(0, colon));
+  std::string type = ascii_lower(value.substr(0, colon));
   const std::string_view index = colon == std::string_view::npos ? std::string_view() : value.substr(colon + 1);
   if (colon != std::string_view::npos &&
       (index.empty() || index.size() > 3 || !std::all_of(index.begin(), index.end(), is_digit))) {
@@ -150,7 +135,7 @@ std::optional<std::string> map_device(std::string_view value, const std::string*
   if (type == "gpu") type = "cuda";
   bool candle = kind == ConfigKind::candle_config;
   if (hint) {
-    const std::string h = lower(hint->substr(0, hint->find(':')));
+    const std::string h = ascii_lower(hint->substr(0, hint->find(':')));
     if (h == "metal") candle = true;
     if (h == "mps") candle = false;
   }
@@ -206,7 +191,7 @@ const std::vector<NameRow>& cache_rows() {
 
 std::optional<std::string> map_name(const std::vector<NameRow>& rows, std::string_view what, std::string_view value,
                                     std::string& why) {
-  std::string l = lower(value);
+  std::string l = ascii_lower(value);
   std::replace(l.begin(), l.end(), '-', '_');
   for (const NameRow& row : rows) {
     if (row.name == l) return std::string(row.name);
