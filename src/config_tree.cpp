@@ -1,13 +1,12 @@
 // ConfigTree on yaml-cpp, and the KeyPath spelling.
 //
-// What a parse/dump round trip keeps and loses (yaml-cpp keeps no more):
-//   kept:  keys and their order, scalar spellings (`1.0`, `yes`, `0x1F`), and
-//          whether a scalar was quoted, which is what decides its type;
-//   lost:  comments, blank lines, flow style (YAML is written in block style),
-//          single versus double quotes (quoted scalars come back double-quoted),
-//          literal/folded blocks (written double-quoted with escapes), the
-//          spelling of nulls (`~`, an empty value: written `null`), and anchors
-//          (aliases are expanded at parse, see unshare()).
+// Writing back (dump) splices the text as given: only the bytes of the values
+// that changed are replaced (see "round trip" below), so comments, blank
+// lines, flow or block style, quoting, anchors, indentation, line ends and the
+// trailing newline stay. Only when a spliced text would not read back as the
+// tree (a layout the scanners do not know) is the document written whole by
+// the emitter, which keeps keys, their order, scalar spellings and quoting
+// where it decides the type, and loses the rest.
 // JSON is written by write_json() below, not by yaml-cpp's emitter, which
 // does not produce strict JSON.
 //

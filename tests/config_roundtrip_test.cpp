@@ -128,5 +128,27 @@ TEST_P(ConfigGolden, EditChangesOnlyTheBytesOfWhatChanged) {
 INSTANTIATE_TEST_SUITE_P(Files, ConfigGolden, ::testing::ValuesIn(goldens()),
                          [](const ::testing::TestParamInfo<Golden>& info) { return std::string(info.param.name); });
 
+// A plain scalar folded over lines inside a flow list is a layout the
+// scanners do not follow: the edit is then written by the emitter, and the
+// result still reads back as the edited tree (and unchanged, as given).
+TEST(ConfigRoundTrip, ALayoutTheScannersDoNotFollowIsStillWrittenRight) {
+  const std::string in = "a: [x\n  y, 2]  # folded\nb: 1\n";
+  ConfigTree t = ConfigTree::parse(in);
+  EXPECT_EQ(t.dump(), in);
+  t.set({"a", "1"}, i("3"));
+  const ConfigTree back = ConfigTree::parse(t.dump());
+  EXPECT_TRUE(back.same_values(t)) << t.dump();
+  EXPECT_EQ(back.get({"a", "0"}), s("x y"));
+  EXPECT_EQ(back.get({"a", "1"}), i("3"));
+}
+
+// A byte order mark is not counted in yaml-cpp's positions; the splice is.
+TEST(ConfigRoundTrip, AByteOrderMarkStaysAndTheEditLandsInPlace) {
+  const std::string in = "\xEF\xBB\xBF{\"a\": 1, \"b\": \"x\"}\n";
+  ConfigTree t = ConfigTree::parse(in);
+  t.set({"b"}, s("y"));
+  EXPECT_EQ(t.dump(), "\xEF\xBB\xBF{\"a\": 1, \"b\": \"y\"}\n");
+}
+
 }  // namespace
 }  // namespace errshim
