@@ -641,6 +641,7 @@ struct Src {
   char style = 0;                // scalar: '\'' '"' 'p'lain '|' (block scalar)
   std::size_t col = 0;           // column of a container's own keys or dashes
   std::size_t owner_col = 0;     // column of the key or dash this value belongs to
+  bool bare = false;             // a flow mapping's key without ':' (its value is null)
   int self = -1;                 // this node's index among the nodes written out (not aliases, not nulls)
   int anchor = -1;               // the node an alias names (its `self`)
   std::vector<std::size_t> key_start, key_end;  // a map's keys
@@ -817,6 +818,17 @@ class Locator {
           s.key_start.push_back(p);
           s.key_end.push_back(key_end);
           std::size_t colon = skip(key_end, false);
+          if (at(colon) != ':' && s.flow && it->second.IsNull()) {
+            // `{a, b: 1}`: a key alone in a flow mapping has a null value.
+            Src v;
+            v.kind = Src::Kind::null;
+            v.bare = true;
+            v.region = v.start = v.end = key_end;
+            v.owner_col = column(p);
+            p = after_entry(key_end, s.flow);
+            s.kids.push_back(std::move(v));
+            continue;
+          }
           if (at(colon) != ':') bad();
           Src v;
           v.region = colon + 1;
@@ -1139,6 +1151,10 @@ class Splicer {
   }
 
   void replace_value(const Src& s, const YAML::Node& now, bool in_flow) {
+    if (s.bare) {
+      edits_.push_back({s.end, s.end, ": " + flow_text(now)});
+      return;
+    }
     if (in_flow || json_) {
       edits_.push_back({s.start, s.end, flow_value(now, s.owner_col, own_line(s.region))});
       return;

@@ -142,6 +142,16 @@ TEST(ConfigRoundTrip, ALayoutTheScannersDoNotFollowIsStillWrittenRight) {
   EXPECT_EQ(back.get({"a", "1"}), i("3"));
 }
 
+// Found by the config_fix fuzzer: a key alone in a flow mapping (`{a}`, a
+// null value) sent the whole document to the emitter.
+TEST(ConfigRoundTrip, AKeyWithoutValueInAFlowMappingIsSplicedAround) {
+  ConfigTree t = ConfigTree::parse("k: true\nmodel: {a, b: 1}  # c\n");
+  t.set({"k"}, b(false));
+  EXPECT_EQ(t.dump(), "k: false\nmodel: {a, b: 1}  # c\n");
+  t.set({"model", "a"}, i("2"));
+  EXPECT_EQ(t.dump(), "k: false\nmodel: {a: 2, b: 1}  # c\n");
+}
+
 // A byte order mark is not counted in yaml-cpp's positions; the splice is.
 TEST(ConfigRoundTrip, AByteOrderMarkStaysAndTheEditLandsInPlace) {
   const std::string in = "\xEF\xBB\xBF{\"a\": 1, \"b\": \"x\"}\n";
