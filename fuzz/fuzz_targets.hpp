@@ -7,6 +7,7 @@
 // each catches only the exceptions its API documents.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -316,8 +317,12 @@ inline void config_fix_one(const std::uint8_t* data, std::size_t size) {
     // One scalar changed in place: the bytes around it are the original's,
     // so what differs lies on one line (checked where the old value's text
     // is written once, on one line, and no alias or block scalar is near;
-    // yaml-cpp reads invalid UTF-8 as U+FFFD, so its positions are not bytes).
-    if (utf8_all && choice.changes.size() == 1 && choice.changes[0].before && choice.changes[0].after &&
+    // yaml-cpp reads invalid UTF-8 as U+FFFD, so its positions are not bytes;
+    // control characters YAML does not allow are left to the emitter too).
+    const bool printable = std::none_of(config_text.begin(), config_text.end(), [](char c) {
+      return (static_cast<unsigned char>(c) < 0x20 && c != '\t' && c != '\n' && c != '\r') || c == 0x7f;
+    });
+    if (utf8_all && printable && choice.changes.size() == 1 && choice.changes[0].before && choice.changes[0].after &&
         choice.changes[0].before->type != Value::Type::null && choice.changes[0].before->text.find('\n') == std::string::npos &&
         !choice.changes[0].before->text.empty() && config_text.find_first_of("*|>&") == std::string_view::npos) {
       const std::string& old_text = choice.changes[0].before->text;
