@@ -641,7 +641,7 @@ struct Src {
   char style = 0;                // scalar: '\'' '"' 'p'lain '|' (block scalar)
   std::size_t col = 0;           // column of a container's own keys or dashes
   std::size_t owner_col = 0;     // column of the key or dash this value belongs to
-  bool bare = false;             // a flow mapping's key without ':' (its value is null)
+  bool bare = false;             // a key without ':' (its value is null)
   int self = -1;                 // this node's index among the nodes written out (not aliases, not nulls)
   int anchor = -1;               // the node an alias names (its `self`)
   std::vector<std::size_t> key_start, key_end;  // a map's keys
@@ -818,8 +818,9 @@ class Locator {
           s.key_start.push_back(p);
           s.key_end.push_back(key_end);
           std::size_t colon = skip(key_end, false);
-          if (at(colon) != ':' && s.flow && it->second.IsNull()) {
-            // `{a, b: 1}`: a key alone in a flow mapping has a null value.
+          if (at(colon) != ':' && it->second.IsNull()) {
+            // `{a, b: 1}`: a key alone in a flow mapping has a null value
+            // (yaml-cpp reads a block key without ':' the same way).
             Src v;
             v.kind = Src::Kind::null;
             v.bare = true;
