@@ -7,6 +7,7 @@
 // each catches only the exceptions its API documents.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -223,7 +224,7 @@ entries:
     trigger: t
     remediation:
       - text: cache off
-        fix: {set: {kv_cache_enabled: false}, safety: slower}
+        fix: {set: {kv_cache_enabled: false}, create: true, safety: slower}
       - text: remove it
         fix: {remove: [kv_cache_enabled, generation_config.cache], safety: safe}
     examples: {match: [kv_cache_enabled=true is not supported]}
@@ -241,6 +242,7 @@ entries:
           set: {head_dim: '{q_head:int}', dims.second: '{dims:dim1}', dtype: '{dtype:lower}', where: 'at {where:upper}'}
           requires: {model.attention.kind: '{dtype}'}
           conflicts: {strict: true}
+          create: true
           safety: safe
       - text: act
         fix: {action: rewrite, safety: safe}
@@ -254,7 +256,7 @@ entries:
     trigger: t
     remediation:
       - text: set the named key
-        fix: {set: {'{key}': '{path}', a.b.c: 1, list.0: x}, safety: changes-output}
+        fix: {set: {'{key}': '{path}', a.b.c: 1, list.0: x}, create: true, safety: changes-output}
     examples: {match: ['bad key k at p']}
 )",
                                                   "fuzz-config.yaml")
@@ -277,6 +279,7 @@ inline void config_fix_one(const std::uint8_t* data, std::size_t size) {
   }
   const ConfigTree& config = *parsed;
   const std::string before = config.dump();
+  if (before != config_text) ERRSHIM_FUZZ_FAIL("an untouched config was not written back as given");
   const CatalogPtr& catalog = config_catalog();
 
   std::optional<Diagnosis> d = catalog->diagnose(message);
@@ -305,6 +308,34 @@ inline void config_fix_one(const std::uint8_t* data, std::size_t size) {
     } catch (const config_error& e) {
       ERRSHIM_FUZZ_FAIL("a fixed config does not parse again: " + std::string(e.what()) + "\n--- config:\n" +
                         std::string(config_text) + "\n--- fixed:\n" + out);
+    }
+    // It reads back as the tree the fix made, not only at the keys it set.
+    bool utf8_all = valid_utf8(config_text) && valid_utf8(message);
+    if (utf8_all && !again->same_values(scratch))
+      ERRSHIM_FUZZ_FAIL("a fixed config does not read back as the fixed tree\n--- config:\n" + std::string(config_text) +
+                        "\n--- fixed:\n" + out);
+    // One scalar changed in place: the bytes around it are the original's,
+    // so what differs lies on one line (checked where the old value's text
+    // is written once, on one line, and no alias or block scalar is near;
+    // yaml-cpp reads invalid UTF-8 as U+FFFD, so its positions are not bytes;
+    // control characters YAML does not allow are left to the emitter too).
+    const bool printable = std::none_of(config_text.begin(), config_text.end(), [](char c) {
+      return (static_cast<unsigned char>(c) < 0x20 && c != '\t' && c != '\n' && c != '\r') || c == 0x7f;
+    });
+    if (utf8_all && printable && choice.changes.size() == 1 && choice.changes[0].before && choice.changes[0].after &&
+        choice.changes[0].before->type != Value::Type::null && choice.changes[0].before->text.find('\n') == std::string::npos &&
+        !choice.changes[0].before->text.empty() && config_text.find_first_of("*|>&") == std::string_view::npos) {
+      const std::string& old_text = choice.changes[0].before->text;
+      const std::size_t first = config_text.find(old_text);
+      if (first != std::string_view::npos && config_text.find(old_text, first + 1) == std::string_view::npos) {
+        std::size_t p = 0, q = 0;
+        while (p < out.size() && p < config_text.size() && out[p] == config_text[p]) ++p;
+        while (q < out.size() - p && q < config_text.size() - p && out[out.size() - 1 - q] == config_text[config_text.size() - 1 - q]) ++q;
+        const std::string_view changed = config_text.substr(p, config_text.size() - p - q);
+        if (changed.find('\n') != std::string_view::npos)
+          ERRSHIM_FUZZ_FAIL("a fix of one value rewrote other lines\n--- config:\n" + std::string(config_text) +
+                            "\n--- fixed:\n" + out);
+      }
     }
     for (const Change& c : choice.changes) {
       const std::optional<Value> now = again->get(c.path);

@@ -23,6 +23,7 @@
 #include "errshim/render.hpp"
 #include "fix_values.hpp"
 #include "template.hpp"
+#include "vocabulary.hpp"
 
 namespace errshim::detail {
 namespace {
@@ -39,7 +40,8 @@ constexpr std::array<std::string_view, 22> kEntryKeys = {
     "priority", "unless",  "imported", "applies_to", "preflight", "generated"};
 constexpr std::array<std::string_view, 5> kSourceKeys = {"repo", "path", "line", "commit", "symbol"};
 constexpr std::array<std::string_view, 2> kRemediationKeys = {"text", "fix"};
-constexpr std::array<std::string_view, 7> kFixKeys = {"set", "remove", "action", "safety", "reason", "requires", "conflicts"};
+constexpr std::array<std::string_view, 10> kFixKeys = {"set",       "remove", "action", "safety",    "reason",
+                                                       "requires",  "conflicts", "config", "create", "vocabulary"};
 constexpr std::array<std::string_view, 3> kExampleKeys = {"match", "no_match", "preflight"};
 constexpr std::array<std::string_view, 3> kMatchExampleKeys = {"text", "captures", "context"};
 constexpr std::array<std::string_view, 8> kKinds = {"validation",         "unsupported-feature", "shape-mismatch",
@@ -434,6 +436,66 @@ void check_fix_keys(Reader& r, Node node, const Entry& e) {
   }
 }
 
+// `config` (the kinds of config the fix applies to), `create` (true, or the
+// keys it may create) and `vocabulary` (key -> vocabulary its value is
+// written in), each checked against what errshim knows.
+void read_fix_scope(Reader& r, Node node, Fix& fix) {
+  const auto fix_keys = [&] {
+    std::vector<std::string> keys;
+    for (const auto* list : {&fix.set, &fix.requires_set})
+      for (const auto& kv : *list) keys.push_back(kv.first);
+    return keys;
+  };
+  if (const Node kinds = node["config"]) {
+    std::vector<Node> items;
+    if (kinds.is_scalar()) items.push_back(kinds);
+    else if (r.expect_seq(kinds, "fix.config"))
+      for (const Node item : kinds.items()) items.push_back(item);
+    for (const Node item : items) {
+      const auto s = r.string(item, "fix.config");
+      if (!s) continue;
+      const auto k = parse_config_kind(*s);
+      if (!k || *k == ConfigKind::unknown)
+        r.problem(item, fmt::format("fix.config: unknown config kind '{}' (one of: model-config, generation-config, "
+                                    "from-pretrained-kwargs, generate-kwargs, candle-config, host-config)",
+                                    *s));
+      else
+        fix.config_kinds.push_back(*s);
+    }
+  }
+  if (const Node create = node["create"]) {
+    if (create.is_scalar() && !create.non_specific() && (create.scalar() == "true" || create.scalar() == "false")) {
+      if (create.scalar() == "true") fix.create = {"*"};
+    } else if (create.is_seq()) {
+      const std::vector<std::string> keys = fix_keys();
+      for (const Node item : create.items()) {
+        const auto s = r.string(item, "fix.create");
+        if (!s) continue;
+        if (std::find(keys.begin(), keys.end(), *s) == keys.end())
+          r.problem(item, fmt::format("fix.create: '{}' is not a key this fix sets (it sets: {})", *s,
+                                      keys.empty() ? "none" : fmt::format("{}", fmt::join(keys, ", "))));
+        else
+          fix.create.push_back(*s);
+      }
+    } else {
+      r.problem(create, "fix.create must be true, false or a list of the keys the fix may create");
+    }
+  }
+  if (const Node vocabulary = node["vocabulary"]) {
+    const std::vector<std::string> keys = fix_keys();
+    for (auto& [key, v] : read_assignments(r, vocabulary, "fix.vocabulary")) {
+      const Node at = vocabulary[key];
+      if (std::find(keys.begin(), keys.end(), key) == keys.end())
+        r.problem(at, fmt::format("fix.vocabulary: '{}' is not a key this fix sets", key));
+      else if (v.type != Value::Type::string || !parse_vocabulary(v.text))
+        r.problem(at, fmt::format("fix.vocabulary.{}: unknown vocabulary '{}' (one of: {})", key, v.text,
+                                  known_vocabularies()));
+      else
+        fix.vocabulary.emplace_back(key, v);
+    }
+  }
+}
+
 std::optional<Fix> read_fix(Reader& r, Node node, const Entry& e) {
   if (!r.expect_map(node, "fix")) return std::nullopt;
   r.check_keys(node, kFixKeys, "fix");
@@ -457,6 +519,7 @@ std::optional<Fix> read_fix(Reader& r, Node node, const Entry& e) {
   }
   if (fix.empty() && fix.safety != Safety::manual)
     r.problem(node, "fix changes nothing: give 'set', 'remove' or 'action' (or make it safety: manual)");
+  read_fix_scope(r, node, fix);
   check_fix_keys(r, node, e);
   return fix;
 }
@@ -604,7 +667,7 @@ std::vector<ScopeCondition> read_scope(Reader& r, Node node) {
 //   {when: {num_beams: 1}, config: generation, model_type: [t5], applies_to: {transformers: ">=4.54"}}
 constexpr std::array<std::string_view, 6> kPreflightKeys = {"when",          "config", "model_type",
                                                             "architectures", "model",  "applies_to"};
-constexpr std::array<std::string_view, 3> kConfigKinds = {"any", "model", "generation"};
+constexpr std::array<std::string_view, 3> kPreflightSources = {"any", "model", "generation"};
 constexpr std::array<std::string_view, 6> kPreflightOps = {"not", "gt", "ge", "lt", "le", "not_multiple_of"};
 constexpr std::array<std::string_view, 2> kPreflightExampleLists = {"fires", "quiet"};
 constexpr std::array<std::string_view, 4> kPreflightExampleKeys = {"config", "model_config", "generation_config",
@@ -706,9 +769,9 @@ std::vector<PreflightCondition> read_preflight(Reader& r, Node node) {
         for (const NodePair kv : when.pairs()) read_preflight_key(r, kv.first.scalar(), kv.second, c);
       if (const Node kind = m["config"]) {
         const std::string k = kind.scalar();
-        if (!contains(kConfigKinds, k))
-          r.problem(kind, fmt::format("preflight.config '{}' is not a config kind (one of: {})", k, one_of(kConfigKinds)));
-        c.config = k == "model" ? ConfigKind::model : k == "generation" ? ConfigKind::generation : ConfigKind::any;
+        if (!contains(kPreflightSources, k))
+          r.problem(kind, fmt::format("preflight.config '{}' is not a config kind (one of: {})", k, one_of(kPreflightSources)));
+        c.config = k == "model" ? PreflightSource::model : k == "generation" ? PreflightSource::generation : PreflightSource::any;
       }
       if (const Node t = m["model_type"]) c.model_types = one_or_list(r, t, "preflight.model_type");
       if (const Node a = m["architectures"]) c.architectures = one_or_list(r, a, "preflight.architectures");

@@ -1,13 +1,12 @@
 // ConfigTree on yaml-cpp, and the KeyPath spelling.
 //
-// What a parse/dump round trip keeps and loses (yaml-cpp keeps no more):
-//   kept:  keys and their order, scalar spellings (`1.0`, `yes`, `0x1F`), and
-//          whether a scalar was quoted, which is what decides its type;
-//   lost:  comments, blank lines, flow style (YAML is written in block style),
-//          single versus double quotes (quoted scalars come back double-quoted),
-//          literal/folded blocks (written double-quoted with escapes), the
-//          spelling of nulls (`~`, an empty value: written `null`), and anchors
-//          (aliases are expanded at parse, see unshare()).
+// Writing back (dump) splices the text as given: only the bytes of the values
+// that changed are replaced (see "round trip" below), so comments, blank
+// lines, flow or block style, quoting, anchors, indentation, line ends and the
+// trailing newline stay. Only when a spliced text would not read back as the
+// tree (a layout the scanners do not know) is the document written whole by
+// the emitter, which keeps keys, their order, scalar spellings and quoting
+// where it decides the type, and loses the rest.
 // JSON is written by write_json() below, not by yaml-cpp's emitter, which
 // does not produce strict JSON.
 //
@@ -18,7 +17,10 @@
 // ones would be renumbered). set() turns a null parent into a mapping.
 // A document with a repeated key is refused: a fix could not tell the copies apart.
 
+#include <algorithm>
 #include <cerrno>
+#include <limits>
+#include <cstring>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -58,6 +60,27 @@ KeyPath parse_key_path(std::string_view dotted) {
     if (dot == std::string_view::npos) return out;
     start = dot + 1;
   }
+}
+
+std::string_view to_string(ConfigKind k) noexcept {
+  switch (k) {
+    case ConfigKind::unknown: return "unknown";
+    case ConfigKind::model_config: return "model-config";
+    case ConfigKind::generation_config: return "generation-config";
+    case ConfigKind::from_pretrained_kwargs: return "from-pretrained-kwargs";
+    case ConfigKind::generate_kwargs: return "generate-kwargs";
+    case ConfigKind::candle_config: return "candle-config";
+    case ConfigKind::host_config: return "host-config";
+  }
+  return "unknown";
+}
+
+std::optional<ConfigKind> parse_config_kind(std::string_view s) noexcept {
+  for (ConfigKind k : {ConfigKind::unknown, ConfigKind::model_config, ConfigKind::generation_config,
+                       ConfigKind::from_pretrained_kwargs, ConfigKind::generate_kwargs, ConfigKind::candle_config,
+                       ConfigKind::host_config})
+    if (to_string(k) == s) return k;
+  return std::nullopt;
 }
 
 namespace {
@@ -222,7 +245,9 @@ std::optional<unsigned> hex4(std::string_view s, std::size_t at) {
 // invalid. Replace such pairs inside strings by the character's UTF-8.
 // A lone half is left for yaml-cpp to report. Columns after a replaced pair
 // on the same line shift in error messages; the line stays right.
-std::string join_surrogate_escapes(std::string_view text) {
+// `shifts` gets, for each pair replaced, where it ends in the output and how
+// many bytes shorter the output is from there on, to map positions back.
+std::string join_surrogate_escapes(std::string_view text, std::vector<std::pair<std::size_t, std::size_t>>& shifts) {
   if (text.find("\\u") == std::string_view::npos) return std::string(text);
   std::string out;
   out.reserve(text.size());
@@ -244,6 +269,7 @@ std::string join_surrogate_escapes(std::string_view text) {
         if (lo && *lo >= 0xDC00 && *lo <= 0xDFFF) {
           detail::append_utf8(out, 0x10000 + ((*hi - 0xD800) << 10) + (*lo - 0xDC00));
           i += 11;
+          shifts.emplace_back(out.size(), i + 1 - out.size());
           continue;
         }
       }
@@ -594,6 +620,655 @@ void collect(const YAML::Node& n, std::string_view key, KeyPath& path, std::vect
   }
 }
 
+// ---- round trip: the source map and the splice ------------------------------------
+//
+// dump() writes the text it was given back, with only the bytes of what a
+// fix changed replaced. At parse, every value of the document is located in
+// the text (yaml-cpp's Mark gives where a node starts; where it ends is read
+// from the text by the scanners below). At dump, the current tree is
+// compared with the tree as parsed and each difference becomes an edit of
+// that span: a changed scalar, a created or removed key, an alias to a node
+// that changed. The result is parsed again and compared with the tree; if it
+// does not read back as the tree (text the scanners did not foresee), the
+// whole document is written by the emitter instead, which is always right.
+
+struct Src {
+  enum class Kind { scalar, null, map, seq, alias };
+  Kind kind = Kind::null;
+  std::size_t region = 0;        // where the value's text may be replaced from (just after ':' or '-')
+  std::size_t start = 0, end = 0;  // the value's own text: a scalar with its quotes, a container, an alias
+  bool flow = false;             // in flow style (JSON is): values are separated by ','
+  char style = 0;                // scalar: '\'' '"' 'p'lain '|' (block scalar)
+  std::size_t col = 0;           // column of a container's own keys or dashes
+  std::size_t owner_col = 0;     // column of the key or dash this value belongs to
+  bool bare = false;             // a key without ':' (its value is null)
+  int self = -1;                 // this node's index among the nodes written out (not aliases, not nulls)
+  int anchor = -1;               // the node an alias names (its `self`)
+  std::vector<std::size_t> key_start, key_end;  // a map's keys
+  std::vector<Src> kids;         // a map's values, a list's items
+};
+
+struct SourceMap {
+  Src root;
+  std::size_t anchors = 0;
+};
+
+class Locator {
+ public:
+  Locator(std::string_view text, std::size_t offset) : t_(text), offset_(offset) {}
+
+  Src root(const YAML::Node& n) {
+    Src s;
+    const std::size_t at = skip(n.Mark().pos + offset_, true);
+    build(n, s, at, false, 0, true);
+    s.region = s.start;
+    return s;
+  }
+  std::size_t anchors() const { return seen_.size(); }
+
+ private:
+  struct bad_layout {};
+  [[noreturn]] static void bad() { throw bad_layout{}; }
+
+  char at(std::size_t i) const { return i < t_.size() ? t_[i] : '\0'; }
+  static bool blank(char c) { return c == ' ' || c == '\t'; }
+  static bool indicator(char c) { return c == ',' || c == '[' || c == ']' || c == '{' || c == '}'; }
+  static bool line_end(char c) { return c == '\n' || c == '\r' || c == '\0'; }
+
+  // Past blanks, and with `lines` past line ends and comments too.
+  std::size_t skip(std::size_t i, bool lines) const {
+    while (i < t_.size()) {
+      if (blank(t_[i])) {
+        ++i;
+      } else if (lines && (t_[i] == '\n' || t_[i] == '\r')) {
+        ++i;
+      } else if (lines && t_[i] == '#') {
+        while (i < t_.size() && !line_end(t_[i])) ++i;
+      } else {
+        break;
+      }
+    }
+    return i;
+  }
+  std::size_t column(std::size_t i) const {
+    std::size_t c = 0;
+    while (i > 0 && t_[i - 1] != '\n') --i, ++c;
+    return c;
+  }
+  std::size_t next_line(std::size_t i) const {
+    while (i < t_.size() && t_[i] != '\n') ++i;
+    return i < t_.size() ? i + 1 : i;
+  }
+  std::size_t indent_of(std::size_t line) const {
+    std::size_t i = line;
+    while (i < t_.size() && t_[i] == ' ') ++i;
+    return i - line;
+  }
+  bool blank_line(std::size_t line) const {
+    std::size_t i = line;
+    while (i < t_.size() && blank(t_[i])) ++i;
+    return line_end(at(i));
+  }
+
+  // The end of the scalar that starts at i.
+  std::size_t scalar_end(std::size_t i, bool flow, std::size_t parent_col, char& style) {
+    const char c = at(i);
+    if (c == '"') {
+      style = '"';
+      for (std::size_t k = i + 1; k < t_.size(); ++k) {
+        if (t_[k] == '\\') ++k;
+        else if (t_[k] == '"') return k + 1;
+      }
+      bad();
+    }
+    if (c == '\'') {
+      style = '\'';
+      for (std::size_t k = i + 1; k < t_.size(); ++k) {
+        if (t_[k] == '\'') {
+          if (at(k + 1) == '\'') ++k;
+          else return k + 1;
+        }
+      }
+      bad();
+    }
+    if ((c == '|' || c == '>') && !flow) {
+      style = '|';
+      std::size_t e = i + 1;
+      while (!line_end(at(e))) ++e;
+      for (std::size_t line = next_line(e); line < t_.size(); line = next_line(line)) {
+        if (blank_line(line)) continue;
+        if (indent_of(line) <= parent_col) break;
+        e = line;
+        while (!line_end(at(e))) ++e;
+      }
+      return e;
+    }
+    style = 'p';
+    std::size_t e = plain_line_end(i, flow);
+    if (!flow) {
+      // A plain scalar goes on over lines indented more than its key.
+      for (std::size_t line = next_line(e); line < t_.size(); line = next_line(line)) {
+        if (blank_line(line)) continue;
+        const std::size_t first = line + indent_of(line);
+        if (indent_of(line) <= parent_col || at(first) == '#' || at(first) == '\t') break;
+        e = plain_line_end(first, false);
+      }
+    }
+    return e;
+  }
+  std::size_t plain_line_end(std::size_t i, bool flow) const {
+    std::size_t k = i;
+    for (; k < t_.size() && !line_end(t_[k]); ++k) {
+      const char c = t_[k];
+      if (c == '#' && k > i && blank(t_[k - 1])) break;
+      if (c == ':' && (blank(at(k + 1)) || line_end(at(k + 1)) || (flow && indicator(at(k + 1))))) break;
+      if (flow && indicator(c)) break;
+    }
+    while (k > i && blank(t_[k - 1])) --k;
+    return k;
+  }
+  // Past an anchor and a tag before a node's content.
+  std::size_t properties(std::size_t i) const {
+    while (at(i) == '&' || at(i) == '!') {
+      while (i < t_.size() && !blank(t_[i]) && !line_end(t_[i])) ++i;
+      i = skip(i, true);
+    }
+    return i;
+  }
+
+  // Fills `s` for the node whose value text begins at `token` (after the
+  // separator, blanks, line ends and comments skipped).
+  void build(const YAML::Node& n, Src& s, std::size_t token, bool flow, std::size_t parent_col, bool is_root = false) {
+    s.start = token;
+    if (at(token) == '*') {  // an alias: the node is the anchored one, its mark is the anchor's
+      s.kind = Src::Kind::alias;
+      std::size_t e = token + 1;
+      while (e < t_.size() && !blank(t_[e]) && !line_end(t_[e]) && !(flow && indicator(t_[e]))) ++e;
+      s.end = e;
+      for (std::size_t k = 0; k < seen_.size(); ++k)
+        if (seen_[k].is(n)) s.anchor = static_cast<int>(k);
+      if (s.anchor < 0) bad();
+      return;
+    }
+    if (n.IsMap() || n.IsSequence() || n.IsScalar()) {
+      if (!is_root && n.Mark().pos + offset_ != token) bad();
+      s.self = static_cast<int>(seen_.size());
+      seen_.push_back(n);
+    }
+    const std::size_t content = properties(token);
+    switch (n.Type()) {
+      case YAML::NodeType::Scalar: {
+        s.kind = Src::Kind::scalar;
+        s.start = content;
+        s.end = scalar_end(content, flow, parent_col, s.style);
+        return;
+      }
+      case YAML::NodeType::Map: {
+        s.kind = Src::Kind::map;
+        s.flow = at(content) == '{';
+        std::size_t p = s.flow ? skip(content + 1, true) : content;
+        s.col = column(p);
+        for (auto it = n.begin(); it != n.end(); ++it) {
+          const YAML::Node key = it->first;
+          if (!s.flow) p = skip(p, true);
+          if (key.Mark().pos + offset_ != p) bad();
+          // A key is on one line; a plain one in block style may hold '{' or ','.
+          char style = 0;
+          const std::size_t key_end = at(p) == '"' || at(p) == '\'' ? scalar_end(p, true, 0, style) : plain_line_end(p, s.flow);
+          s.key_start.push_back(p);
+          s.key_end.push_back(key_end);
+          std::size_t colon = skip(key_end, false);
+          if (at(colon) != ':' && it->second.IsNull()) {
+            // `{a, b: 1}`: a key alone in a flow mapping has a null value
+            // (yaml-cpp reads a block key without ':' the same way).
+            Src v;
+            v.kind = Src::Kind::null;
+            v.bare = true;
+            v.region = v.start = v.end = key_end;
+            v.owner_col = column(p);
+            p = after_entry(key_end, s.flow);
+            s.kids.push_back(std::move(v));
+            continue;
+          }
+          if (at(colon) != ':') bad();
+          Src v;
+          v.region = colon + 1;
+          v.owner_col = column(p);
+          const std::size_t vt = skip(colon + 1, true);
+          place(it->second, v, colon + 1, vt, s.flow, column(p));
+          p = after_entry(v.end, s.flow);
+          s.kids.push_back(std::move(v));
+        }
+        s.end = s.flow ? close(p, '}') : (s.kids.empty() ? content : s.kids.back().end);
+        return;
+      }
+      case YAML::NodeType::Sequence: {
+        s.kind = Src::Kind::seq;
+        s.flow = at(content) == '[';
+        std::size_t p = s.flow ? skip(content + 1, true) : content;
+        s.col = column(p);
+        for (const YAML::Node& e : n) {
+          Src v;
+          std::size_t vt;
+          if (s.flow) {
+            v.region = p;
+            vt = p;
+          } else {
+            p = skip(p, true);
+            if (at(p) != '-') bad();
+            v.region = p + 1;
+            vt = skip(p + 1, true);
+          }
+          v.owner_col = column(p);
+          place(e, v, v.region, vt, s.flow, column(p));
+          p = after_entry(v.end, s.flow);
+          s.kids.push_back(std::move(v));
+        }
+        s.end = s.flow ? close(p, ']') : (s.kids.empty() ? content : s.kids.back().end);
+        return;
+      }
+      default: bad();
+    }
+  }
+  // Where the next entry may start: in flow style past the ',' after this one.
+  std::size_t after_entry(std::size_t p, bool flow) const {
+    if (!flow) return p;
+    p = skip(p, true);
+    return at(p) == ',' ? skip(p + 1, true) : p;
+  }
+  std::size_t close(std::size_t p, char bracket) const {
+    p = skip(p, true);
+    if (at(p) != bracket) bad();
+    return p + 1;
+  }
+
+  // A map value or list item: a null may be empty (`key:` and nothing).
+  void place(const YAML::Node& n, Src& v, std::size_t after_separator, std::size_t token, bool flow, std::size_t col) {
+    if (n.IsNull() && at(token) != '*') {
+      v.kind = Src::Kind::null;
+      const std::size_t content = properties(token);
+      const char c = at(content);
+      if (c == '~' || c == 'n' || c == 'N') {
+        char style = 0;
+        const std::size_t e = scalar_end(content, flow, col, style);
+        const std::string_view word = t_.substr(content, e - content);
+        if (word == "~" || word == "null" || word == "Null" || word == "NULL") {
+          v.start = content, v.end = e;
+          return;
+        }
+      }
+      // Empty: nothing written after the separator (the mark points at
+      // whatever follows, so it is not used).
+      v.start = v.end = after_separator;
+      return;
+    }
+    build(n, v, token, flow, col);
+  }
+
+  std::string_view t_;
+  std::size_t offset_;
+  std::vector<YAML::Node> seen_;  // every node met, in document order: an alias names one of them
+
+ public:
+  static std::optional<SourceMap> map(std::string_view text, std::size_t offset, const YAML::Node& raw) {
+    try {
+      Locator l(text, offset);
+      SourceMap m;
+      m.root = l.root(raw);
+      m.anchors = l.anchors();
+      return m;
+    } catch (const bad_layout&) {
+      return std::nullopt;
+    }
+  }
+};
+
+// Positions in the text yaml-cpp read moved to the text as given (see
+// join_surrogate_escapes): no span starts or ends inside a joined pair.
+void shift_positions(Src& s, const std::vector<std::pair<std::size_t, std::size_t>>& shifts) {
+  const auto given = [&](std::size_t p) {
+    auto it = std::upper_bound(shifts.begin(), shifts.end(), std::make_pair(p, std::numeric_limits<std::size_t>::max()));
+    return it == shifts.begin() ? p : p + std::prev(it)->second;
+  };
+  s.region = given(s.region), s.start = given(s.start), s.end = given(s.end);
+  for (std::size_t& k : s.key_start) k = given(k);
+  for (std::size_t& k : s.key_end) k = given(k);
+  for (Src& kid : s.kids) shift_positions(kid, shifts);
+}
+
+// Whether two trees hold the same document: maps by key (the text keeps its
+// order), lists in order, scalars by what they mean (to_value) and by
+// (quoting counts where it decides the type: "true" is not true).
+bool same_tree(const YAML::Node& a, const YAML::Node& b, ConfigTree::Format f) {
+  if (a.Type() != b.Type()) return false;
+  switch (a.Type()) {
+    case YAML::NodeType::Scalar: return to_value(a, f) == to_value(b, f);
+    case YAML::NodeType::Sequence: {
+      if (a.size() != b.size()) return false;
+      for (std::size_t i = 0; i < a.size(); ++i)
+        if (!same_tree(a[i], b[i], f)) return false;
+      return true;
+    }
+    case YAML::NodeType::Map: {
+      if (a.size() != b.size()) return false;
+      for (auto it = a.begin(); it != a.end(); ++it) {
+        const auto other = child(b, it->first.Scalar());
+        if (!other || !same_tree(it->second, *other, f)) return false;
+      }
+      return true;
+    }
+    default: return true;
+  }
+}
+
+struct Edit {
+  std::size_t from, to;
+  std::string with;
+};
+
+class Splicer {
+ public:
+  Splicer(const std::string& text, const SourceMap& map, ConfigTree::Format format)
+      : t_(text), map_(map), json_(format == ConfigTree::Format::json), format_(format), now_(map.anchors) {
+    const std::size_t nl = text.find('\n');
+    eol_ = nl != std::string::npos && nl > 0 && text[nl - 1] == '\r' ? "\r\n" : "\n";
+  }
+
+  // The edits that turn the text into `now`, given the tree it was (`was`).
+  std::vector<Edit> diff(const YAML::Node& was, const YAML::Node& now) {
+    node(map_.root, was, now, false);
+    return std::move(edits_);
+  }
+
+ private:
+  void node(const Src& s, const YAML::Node& was, const YAML::Node& now, bool in_flow) {
+    if (s.self >= 0) now_[static_cast<std::size_t>(s.self)] = now;
+    if (s.kind == Src::Kind::alias) {
+      // The alias reads whatever its anchor now holds; written out in full
+      // where that is not what this place should hold.
+      const std::optional<YAML::Node>& target = now_[static_cast<std::size_t>(s.anchor)];
+      if (!target || !same_tree(*target, now, format_)) edits_.push_back({s.start, s.end, flow_text(now)});
+      return;
+    }
+    if (same_tree(was, now, format_) && !holds_alias(s)) return;
+    if (s.kind == Src::Kind::map && now.IsMap() && now.size() > 0 &&
+        (keeps_a_key(was, now) || (s.flow && was.size() == 0)))
+      return map(s, was, now);
+    if (s.kind == Src::Kind::seq && now.IsSequence() && now.size() == s.kids.size()) {
+      for (std::size_t i = 0; i < s.kids.size(); ++i) node(s.kids[i], was[i], now[i], s.flow);
+      return;
+    }
+    if (s.kind == Src::Kind::scalar && now.IsScalar()) {
+      edits_.push_back({s.start, s.end, scalar_text(now, s.style, in_flow)});
+      return;
+    }
+    // Another type (a null that became a mapping, a list that became a
+    // scalar): the value is written anew after its separator.
+    replace_value(s, now, in_flow);
+  }
+
+  // Whether an entry of `was` is still in `now`: else the mapping is written anew.
+  static bool keeps_a_key(const YAML::Node& was, const YAML::Node& now) {
+    for (auto it = was.begin(); it != was.end(); ++it)
+      if (child(now, it->first.Scalar())) return true;
+    return false;
+  }
+
+  static bool holds_alias(const Src& s) {
+    if (s.kind == Src::Kind::alias) return true;
+    for (const Src& k : s.kids)
+      if (holds_alias(k)) return true;
+    return false;
+  }
+
+  void map(const Src& s, const YAML::Node& was, const YAML::Node& now) {
+    std::size_t i = 0;
+    std::vector<bool> removed(s.kids.size(), false);
+    for (auto it = was.begin(); it != was.end(); ++it, ++i) {
+      if (const auto n = child(now, it->first.Scalar()))
+        node(s.kids[i], it->second, *n, s.flow);
+      else
+        removed[i] = true;
+    }
+    remove_entries(s, removed);
+    std::vector<std::pair<YAML::Node, YAML::Node>> created;
+    for (auto it = now.begin(); it != now.end(); ++it)
+      if (!child(was, it->first.Scalar())) created.emplace_back(it->first, it->second);
+    if (!created.empty()) insert_entries(s, created, removed);
+  }
+
+  std::size_t line_start(std::size_t i) const {
+    while (i > 0 && t_[i - 1] != '\n') --i;
+    return i;
+  }
+  std::size_t after_line(std::size_t i) const {
+    while (i < t_.size() && t_[i] != '\n') ++i;
+    return i < t_.size() ? i + 1 : i;
+  }
+  bool only_blanks(std::size_t from, std::size_t to) const {
+    for (std::size_t i = from; i < to; ++i)
+      if (t_[i] != ' ' && t_[i] != '\t') return false;
+    return true;
+  }
+
+  // Some entries stay (else the mapping is written anew), so each run of
+  // removed ones goes with one separator.
+  void remove_entries(const Src& s, const std::vector<bool>& removed) {
+    const std::size_t n = s.kids.size();
+    for (std::size_t a = 0; a < n; ++a) {
+      if (!removed[a]) continue;
+      std::size_t b = a;
+      while (b + 1 < n && removed[b + 1]) ++b;
+      if (s.flow) {
+        if (a > 0)
+          edits_.push_back({s.kids[a - 1].end, s.kids[b].end, {}});  // with the ',' before it
+        else
+          edits_.push_back({s.key_start[a], s.key_start[b + 1], {}});  // with the ',' after it
+      } else {
+        const std::size_t key = s.key_start[a], ls = line_start(key);
+        if (only_blanks(ls, key))
+          edits_.push_back({ls, after_line(s.kids[b].end), {}});  // whole lines
+        else if (b + 1 < n)
+          edits_.push_back({key, s.key_start[b + 1], {}});  // `- a: 1` then `  b: 2`: the next key moves up
+        else
+          edits_.push_back({key, after_line(s.kids[b].end), {}});
+      }
+      a = b;
+    }
+  }
+
+  std::string key_text(const YAML::Node& key) const {
+    if (json_) return json_text(key);
+    return scalar_text(key, key.Tag() == "!" ? '"' : 'p', true);
+  }
+
+  void insert_entries(const Src& s, const std::vector<std::pair<YAML::Node, YAML::Node>>& created,
+                      const std::vector<bool>& removed) {
+    std::size_t last = s.kids.size();
+    while (last > 0 && removed[last - 1]) --last;
+    if (s.flow) {
+      // Multi-line when its last entry starts a line of its own.
+      const bool lines = last > 0 && only_blanks(line_start(s.key_start[last - 1]), s.key_start[last - 1]);
+      const std::string indent = lines ? t_.substr(line_start(s.key_start[last - 1]), s.key_start[last - 1] - line_start(s.key_start[last - 1])) : std::string();
+      std::string add;
+      for (const auto& [k, v] : created) {
+        if (last > 0 || !add.empty()) add += lines ? "," + eol_ + indent : ", ";
+        add += key_text(k) + ": " + flow_value(v, indent.size(), lines);
+      }
+      // After the last value kept, or just inside the opening brace.
+      const std::size_t at = last > 0 ? s.kids[last - 1].end : s.start + t_.substr(s.start).find('{') + 1;
+      edits_.push_back({at, at, add});
+      return;
+    }
+    const std::size_t col = s.col;
+    const std::string indent(col, ' ');
+    std::string add;
+    for (const auto& [k, v] : created) add += indent + key_text(k) + ":" + block_value(v, col) + eol_;
+    std::size_t at = after_line(s.kids[last - 1].end);
+    if (at == t_.size() && (t_.empty() || t_.back() != '\n')) {
+      add = eol_ + add.substr(0, add.size() - eol_.size());  // the file ends without a line end; so does it still
+    }
+    edits_.push_back({at, at, add});
+  }
+
+  // A value after "key:" in block style: on the same line, or, for a
+  // mapping or list with entries, on the lines below, indented.
+  std::string block_value(const YAML::Node& v, std::size_t col) const {
+    if ((v.IsMap() || v.IsSequence()) && v.size() > 0) {
+      YAML::Emitter out;
+      out.SetNullFormat(YAML::LowerNull);
+      emit_yaml(out, v);
+      std::string body = out.c_str(), indented;
+      const std::string pad(col + 2, ' ');
+      std::size_t from = 0;
+      while (from <= body.size()) {
+        const std::size_t nl = body.find('\n', from);
+        indented += eol_ + pad + body.substr(from, nl == std::string::npos ? std::string::npos : nl - from);
+        if (nl == std::string::npos) break;
+        from = nl + 1;
+      }
+      return indented;
+    }
+    return " " + flow_text(v);
+  }
+  // In a JSON document laid out over lines, a container at `indent` is laid
+  // out too; on one line (`lines` false), it stays on one line.
+  std::string flow_value(const YAML::Node& v, std::size_t indent, bool lines) const {
+    if (json_ && lines && (v.IsMap() || v.IsSequence())) {
+      std::string out;
+      write_json(out, v, indent / 2);
+      return out;
+    }
+    return flow_text(v);
+  }
+
+  // Whether the entry whose ':' ends just before `region` starts a line of
+  // its own: no other entry or bracket before it on that line.
+  bool own_line(std::size_t region) const {
+    const std::size_t ls = line_start(region);
+    if (region <= ls) return false;
+    const std::string_view before = std::string_view(t_).substr(ls, region - ls);
+    return before.find_first_of("{[,") == std::string_view::npos;
+  }
+
+  void replace_value(const Src& s, const YAML::Node& now, bool in_flow) {
+    if (s.bare) {
+      edits_.push_back({s.end, s.end, ": " + flow_text(now)});
+      return;
+    }
+    if (in_flow || json_) {
+      edits_.push_back({s.start, s.end, flow_value(now, s.owner_col, own_line(s.region))});
+      return;
+    }
+    edits_.push_back({s.region, s.end, block_value(now, s.owner_col)});
+  }
+
+  // JSON on one line, `{"a": 1, "b": [1, 2]}`.
+  static void compact_json(std::string& out, const YAML::Node& n) {
+    if (n.IsMap()) {
+      out += '{';
+      for (auto it = n.begin(); it != n.end(); ++it) {
+        if (it != n.begin()) out += ", ";
+        json_quote(out, it->first.Scalar());
+        out += ": ";
+        compact_json(out, it->second);
+      }
+      out += '}';
+    } else if (n.IsSequence()) {
+      out += '[';
+      for (std::size_t i = 0; i < n.size(); ++i) {
+        if (i) out += ", ";
+        compact_json(out, n[i]);
+      }
+      out += ']';
+    } else {
+      write_json(out, n, 0);
+    }
+  }
+  std::string json_text(const YAML::Node& n) const {
+    std::string out;
+    compact_json(out, n);
+    return out;
+  }
+  std::string flow_text(const YAML::Node& n) const {
+    if (json_) return json_text(n);
+    if (n.IsScalar()) return scalar_text(n, 'p', true);
+    YAML::Emitter out;
+    out.SetNullFormat(YAML::LowerNull);
+    out.SetMapFormat(YAML::Flow);
+    out.SetSeqFormat(YAML::Flow);
+    emit_yaml(out, n);
+    return out.c_str();
+  }
+
+  // A scalar in the style its place had where the new value allows it.
+  std::string scalar_text(const YAML::Node& n, char style, bool flow) const {
+    if (json_) return json_text(n);
+    if (!n.IsScalar()) return flow_text(n);
+    const std::string& s = n.Scalar();
+    const bool control = first_control(s) != std::string_view::npos;
+    if (n.Tag() == "!" || n.Tag() == kStrTag) {
+      if (style == '\'' && !control && detail::valid_utf8(s)) {
+        std::string out = "'";
+        for (char c : s) out += c == '\'' ? std::string("''") : std::string(1, c);
+        return out + "'";
+      }
+      if (style != '"' && !control && !plain_would_retype(s) && plain_safe(s, flow) && n.Tag() == kStrTag) return s;
+      return double_quoted(s);
+    }
+    if (!control && plain_safe(s, flow)) return s;
+    return double_quoted(s);
+  }
+  static std::string double_quoted(const std::string& s) {
+    YAML::Emitter out;
+    out << YAML::DoubleQuoted << s;
+    return out.c_str();
+  }
+  // Text a YAML reader takes back as the same plain scalar, in any context.
+  static bool plain_safe(std::string_view s, bool flow) {
+    if (s.empty() || s.front() == ' ' || s.back() == ' ' || s.back() == ':') return false;
+    if (std::strchr("-?:,[]{}#&*!|>'\"%@`", s.front()) && !(s.front() == '-' && s.size() > 1 && s[1] != ' ')) return false;
+    if (s.find(": ") != std::string_view::npos || s.find(" #") != std::string_view::npos) return false;
+    if (flow && s.find_first_of(",[]{}") != std::string_view::npos) return false;
+    return s.find_first_of("\t") == std::string_view::npos && detail::valid_utf8(s);
+  }
+
+  const std::string& t_;
+  const SourceMap& map_;
+  bool json_;
+  ConfigTree::Format format_;
+  std::vector<std::optional<YAML::Node>> now_;  // by Src::self: what each written node holds now
+  std::vector<Edit> edits_;
+  std::string eol_;
+};
+
+// `text` with the edits made; nullopt when two of them overlap.
+std::optional<std::string> apply_edits(const std::string& text, std::vector<Edit> edits) {
+  // An insertion goes before a removal that starts where it is.
+  std::stable_sort(edits.begin(), edits.end(),
+                   [](const Edit& a, const Edit& b) { return a.from != b.from ? a.from < b.from : a.to < b.to; });
+  std::string out;
+  std::size_t at = 0;
+  for (const Edit& e : edits) {
+    if (e.from < at || e.to < e.from || e.to > text.size()) return std::nullopt;
+    out.append(text, at, e.from - at);
+    out += e.with;
+    at = e.to;
+  }
+  out.append(text, at, std::string::npos);
+  return out;
+}
+
+// What a config is, from its file name, else from keys only one kind has.
+ConfigKind detect_kind(const std::string& name, const YAML::Node& root) {
+  const std::string base = std::filesystem::path(name).filename().string();
+  if (base == "generation_config.json") return ConfigKind::generation_config;
+  if (base == "config.json") return ConfigKind::model_config;
+  if (child(root, "model_type") || child(root, "architectures")) return ConfigKind::model_config;
+  if (child(root, "_from_model_config")) return ConfigKind::generation_config;
+  return ConfigKind::unknown;
+}
+
 }  // namespace
 
 // ---- ConfigTree -------------------------------------------------------------------
@@ -602,11 +1277,28 @@ struct ConfigTree::Impl {
   YAML::Node root;  // always a mapping, and no node in it is shared (see unshare)
   Format format = Format::yaml;
   std::string name;
+  ConfigKind kind = ConfigKind::unknown;
+  // The text as given, the text yaml-cpp read (JSON surrogate pairs joined),
+  // the tree as parsed (never changed) and where its values are in `read`.
+  std::shared_ptr<const std::string> given, read;
+  std::shared_ptr<const YAML::Node> parsed;
+  std::shared_ptr<const SourceMap> source;  // null: the layout was not understood; dump() emits
 
   Impl() = default;
   // YAML::Node copies are handles onto the same nodes; only a clone gives the
   // copy its own tree, so a fix tried on a copy leaves the original alone.
-  Impl(const Impl& other) : root(YAML::Clone(other.root)), format(other.format), name(other.name) {}
+  Impl(const Impl& other)
+      : root(YAML::Clone(other.root)),
+        format(other.format),
+        name(other.name),
+        kind(other.kind),
+        given(other.given),
+        read(other.read),
+        parsed(other.parsed),
+        source(other.source) {}
+
+  std::string emit() const;
+  std::optional<std::string> splice() const;
   Impl& operator=(const Impl&) = delete;
 
   std::optional<YAML::Node> resolve(const KeyPath& path) const {
@@ -675,7 +1367,8 @@ ConfigTree::~ConfigTree() = default;
 
 ConfigTree ConfigTree::parse(std::string_view text, std::string name) {
   const Format format = detect_format(text);
-  const std::string input = format == Format::json ? join_surrogate_escapes(text) : std::string(text);
+  std::vector<std::pair<std::size_t, std::size_t>> shifts;
+  const std::string input = format == Format::json ? join_surrogate_escapes(text, shifts) : std::string(text);
   // YAML::Load would read the first document and drop the rest on dump, so a
   // second document is an error. It is looked for with the event parser, at
   // most twice: yaml-cpp 0.7's LoadAll never ends on some malformed input
@@ -700,7 +1393,17 @@ ConfigTree ConfigTree::parse(std::string_view text, std::string name) {
   auto impl = std::make_unique<Impl>();
   impl->root = unshare(root);
   impl->format = format;
+  impl->kind = detect_kind(name, impl->root);
   impl->name = std::move(name);
+  impl->given = std::make_shared<const std::string>(text);
+  impl->read = input == text ? impl->given : std::make_shared<const std::string>(input);
+  impl->parsed = std::make_shared<const YAML::Node>(YAML::Clone(impl->root));
+  // yaml-cpp's marks do not count a byte order mark.
+  const std::size_t offset = input.compare(0, 3, "\xEF\xBB\xBF") == 0 ? 3 : 0;
+  if (auto map = Locator::map(*impl->read, offset, root)) {
+    if (!shifts.empty()) shift_positions(map->root, shifts);  // to the text as given, escapes and all
+    impl->source = std::make_shared<const SourceMap>(std::move(*map));
+  }
   return ConfigTree(std::move(impl));
 }
 
@@ -715,18 +1418,44 @@ ConfigTree ConfigTree::load(const std::filesystem::path& path) {
   return parse(text.str(), path.string());
 }
 
-std::string ConfigTree::dump() const {
-  if (impl_->format == Format::json) {
+std::string ConfigTree::Impl::emit() const {
+  if (format == Format::json) {
     std::string out;
-    write_json(out, impl_->root, 0);
+    write_json(out, root, 0);
     out += '\n';
     return out;
   }
   YAML::Emitter out;
   out.SetNullFormat(YAML::LowerNull);  // `null` reads alike in YAML 1.1 and 1.2, and matches JSON
-  emit_yaml(out, impl_->root);
-  if (!out.good()) throw config_error(fmt::format("{}: cannot write YAML: {}", impl_->name, out.GetLastError()));
+  emit_yaml(out, root);
+  if (!out.good()) throw config_error(fmt::format("{}: cannot write YAML: {}", name, out.GetLastError()));
   return std::string(out.c_str()) + "\n";
+}
+
+std::optional<std::string> ConfigTree::Impl::splice() const {
+  if (!parsed) return std::nullopt;
+  if (same_tree(*parsed, root, format)) return *given;  // unchanged: as given, whatever its layout
+  if (!source) return std::nullopt;
+  std::optional<std::string> out = apply_edits(*given, Splicer(*given, *source, format).diff(*parsed, root));
+  if (!out) return std::nullopt;
+  // Kept only when it reads back as this tree.
+  try {
+    const ConfigTree again = ConfigTree::parse(*out, name);
+    if (same_tree(again.impl_->root, root, format)) return out;
+  } catch (const config_error&) {
+  }
+  return std::nullopt;
+}
+
+std::string ConfigTree::dump() const {
+  if (auto spliced = impl_->splice()) return std::move(*spliced);
+  return impl_->emit();
+}
+
+ConfigKind ConfigTree::kind() const { return impl_->kind; }
+void ConfigTree::set_kind(ConfigKind kind) { impl_->kind = kind; }
+bool ConfigTree::same_values(const ConfigTree& other) const {
+  return impl_->format == other.impl_->format && same_tree(impl_->root, other.impl_->root, impl_->format);
 }
 
 ConfigTree::Format ConfigTree::format() const noexcept { return impl_->format; }

@@ -39,22 +39,6 @@ std::optional<long long> whole_number(std::string_view s) {
   return s[0] == '-' ? -v : v;
 }
 
-std::string lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out)
-    if (is_upper(c)) c = static_cast<char>(c - 'A' + 'a');
-  return out;
-}
-
-std::string_view last_part(std::string_view key) {
-  const std::size_t dot = key.rfind('.');
-  return dot == std::string_view::npos ? key : key.substr(dot + 1);
-}
-
-bool ends_with(std::string_view s, std::string_view tail) {
-  return s.size() >= tail.size() && s.substr(s.size() - tail.size()) == tail;
-}
-
 // Device spellings of libtorch (c10::DeviceType names, with an optional
 // index) and candle.
 const std::vector<std::string_view> kDevices = {"cpu",  "cuda", "mps",  "meta", "xpu", "hip",  "xla",  "lazy",
@@ -75,7 +59,7 @@ const std::vector<std::string_view> kDtypes = {
     "auto"};
 
 bool known_dtype(std::string_view v) {
-  std::string s = lower(v);
+  std::string s = ascii_lower(v);
   for (std::string_view prefix : {"torch.", "c10::"})
     if (s.rfind(prefix, 0) == 0) s.erase(0, prefix.size());
   return std::find(kDtypes.begin(), kDtypes.end(), s) != kDtypes.end();
@@ -164,6 +148,22 @@ std::optional<long long> config_bound(const ConfigAccess& config, const std::vec
 }
 
 }  // namespace
+
+std::string ascii_lower(std::string_view s) {
+  std::string out(s);
+  for (char& c : out)
+    if (is_upper(c)) c = static_cast<char>(c - 'A' + 'a');
+  return out;
+}
+
+std::string_view last_part(std::string_view key) {
+  const std::size_t dot = key.rfind('.');
+  return dot == std::string_view::npos ? key : key.substr(dot + 1);
+}
+
+bool ends_with(std::string_view s, std::string_view tail) {
+  return s.size() >= tail.size() && s.substr(s.size() - tail.size()) == tail;
+}
 
 bool CaptureUse::numeric() const noexcept { return conversion == "int" || conversion.rfind("dim", 0) == 0; }
 
@@ -338,7 +338,7 @@ std::optional<Value> check_value(std::string_view key, const Value& value, const
       return Value{Value::Type::integer, std::to_string(*n)};
     }
     case KeyRule::Kind::boolean: {
-      const std::string l = lower(t);
+      const std::string l = ascii_lower(t);
       if (l != "true" && l != "false") return refuse(fmt::format("{} is true or false", rule->what));
       return Value{Value::Type::boolean, l};
     }
@@ -362,7 +362,7 @@ std::optional<Value> check_value(std::string_view key, const Value& value, const
 std::optional<Value> as_type(Value::Type type, std::string_view t) {
   switch (type) {
     case Value::Type::boolean:
-      if (lower(t) == "true" || lower(t) == "false") return Value{type, lower(t)};
+      if (ascii_lower(t) == "true" || ascii_lower(t) == "false") return Value{type, ascii_lower(t)};
       return std::nullopt;
     case Value::Type::integer:
       if (const auto n = whole_number(t)) return Value{type, std::to_string(*n)};

@@ -15,6 +15,12 @@
 
 namespace errshim::detail {
 
+// `s` with ASCII letters in lower case; the part of a dotted key after its
+// last '.'; whether `s` ends with `tail`.
+std::string ascii_lower(std::string_view s);
+std::string_view last_part(std::string_view key);
+bool ends_with(std::string_view s, std::string_view tail);
+
 // One `{name}` or `{name:conversion}` reference in a fix value.
 struct CaptureUse {
   std::string name;

@@ -48,15 +48,15 @@ std::vector<KeyPath> paths_of(const ConfigAccess& config, const std::string& key
 }
 
 // The configs a condition of `kind` may read, in the order they are asked.
-std::vector<const ConfigAccess*> sources(const PreflightConfigs& in, ConfigKind kind) {
+std::vector<const ConfigAccess*> sources(const PreflightConfigs& in, PreflightSource kind) {
   std::vector<const ConfigAccess*> out;
   auto add = [&out](const ConfigAccess* c) {
     if (c) out.push_back(c);
   };
   switch (kind) {
-    case ConfigKind::model: add(in.model), add(in.config); break;
-    case ConfigKind::generation: add(in.generation), add(in.config); break;
-    case ConfigKind::any: add(in.config), add(in.model), add(in.generation); break;
+    case PreflightSource::model: add(in.model), add(in.config); break;
+    case PreflightSource::generation: add(in.generation), add(in.config); break;
+    case PreflightSource::any: add(in.config), add(in.model), add(in.generation); break;
   }
   return out;
 }
@@ -152,7 +152,7 @@ bool family_fits(const PreflightCondition& c, const PreflightConfigs& in, const 
   const bool names_family = !c.model_types.empty() || !c.architectures.empty();
   if (!names_family) return c.model.empty() || name_matches(c.model, context);
   bool stated = false;
-  for (const ConfigAccess* cfg : sources(in, ConfigKind::model)) {
+  for (const ConfigAccess* cfg : sources(in, PreflightSource::model)) {
     if (const std::optional<Value> t = cfg->get({"model_type"}); t && t->type == Value::Type::string) {
       stated = true;
       if (one_of(t->text, c.model_types)) return true;

@@ -11,6 +11,7 @@
 #include "errshim/normalize.hpp"
 #include "errshim/render.hpp"
 #include "fix_values.hpp"
+#include "vocabulary.hpp"
 
 namespace errshim {
 
@@ -134,13 +135,57 @@ struct value_refused : config_error {
   using config_error::config_error;
 };
 
+// The kind of config a fix is looking at: the caller's word (context key
+// `config`, e.g. "config=generate-kwargs" from Python or the C API) first,
+// then what the config knows of itself.
+ConfigKind kind_of(const ConfigAccess& config, const Policy& policy) {
+  if (const std::string* said = policy.context.get("config"))
+    if (const auto k = parse_config_kind(*said)) return *k;
+  return config.kind();
+}
+
+bool fix_lists(const std::vector<std::string>& keys, const std::string& fix_key, const KeyPath& path) {
+  return std::any_of(keys.begin(), keys.end(),
+                     [&](const std::string& k) { return k == "*" || k == fix_key || k == to_string(path); });
+}
+
+// The vocabulary `fix_key` is written in: the fix's own word, else the
+// registry of well-known keys.
+std::optional<detail::Vocabulary> vocabulary_for(const Fix& fix, const std::string& fix_key, const KeyPath& path) {
+  for (const auto& [k, v] : fix.vocabulary)
+    if (k == fix_key || k == to_string(path)) return detail::parse_vocabulary(v.text);
+  return detail::vocabulary_of_key(to_string(path));
+}
+
+// A value of the same vocabulary the config already holds, which says how
+// this config spells one: the key itself, else a sibling key of its kind.
+std::optional<std::string> spelling_hint(const ConfigAccess& config, const KeyPath& path, detail::Vocabulary vocabulary) {
+  const auto text_at = [&](const KeyPath& p) -> std::optional<std::string> {
+    const std::optional<Value> v = config.get(p);
+    if (v && v->type == Value::Type::string && !v->text.empty()) return v->text;
+    return std::nullopt;
+  };
+  if (auto own = text_at(path)) return own;
+  std::vector<std::string_view> siblings;
+  switch (vocabulary) {
+    case detail::Vocabulary::dtype: siblings = {"torch_dtype", "dtype", "compute_dtype", "cache_dtype", "kv_cache_dtype"}; break;
+    case detail::Vocabulary::device: siblings = {"device", "cache_device"}; break;
+    default: break;
+  }
+  for (std::string_view k : siblings)
+    for (const KeyPath& p : config.find(k))
+      if (auto v = text_at(p)) return v;
+  return std::nullopt;
+}
+
 // `raw` with its captures filled in, checked and typed for `path`. A value
 // read from the message is text from production, possibly a user's prompt:
 // where the config holds a key of the capture's own name, the message must
 // report that key's value (else it is not about this config); the result
 // must pass the key's validator; a key without one keeps the type the config
 // gives it, never one guessed from the text.
-Value checked_value(const KeyPath& path, const Value& raw, const Diagnosis& d, const ConfigAccess& config) {
+Value checked_value(const KeyPath& path, const std::string& fix_key, const Value& raw, const Fix& fix,
+                    const Diagnosis& d, const ConfigAccess& config, ConfigKind kind) {
   Value v = resolve_value(raw, d);
   const std::vector<detail::CaptureUse> uses = detail::capture_uses(raw);
   for (const detail::CaptureUse& use : uses) {
@@ -160,6 +205,18 @@ Value checked_value(const KeyPath& path, const Value& raw, const Diagnosis& d, c
                                       use.name, said->substr(0, 80), to_string(found.front()), value_text(held)));
   }
   const std::string key = to_string(path);
+  // Into the config's own vocabulary before anything else: a libtorch
+  // message says `Float` where the config says "float32". A value that has
+  // no spelling there refuses the step; it is never written as captured.
+  if (const auto vocabulary = vocabulary_for(fix, fix_key, path); vocabulary && v.type == Value::Type::string) {
+    const std::optional<std::string> hint = spelling_hint(config, path, *vocabulary);
+    std::string why;
+    const std::optional<std::string> mapped = detail::map_value(*vocabulary, v.text, hint ? &*hint : nullptr, kind, why);
+    if (!mapped)
+      throw value_refused(fmt::format("value '{}' for '{}' is refused: {}; it is not written as the message spelled it",
+                                      v.text.substr(0, 80), key, why));
+    v.text = *mapped;
+  }
   if (detail::key_rule(key)) {
     std::string why;
     std::optional<Value> ok = detail::check_value(key, v, &config, why);
@@ -181,11 +238,26 @@ Value checked_value(const KeyPath& path, const Value& raw, const Diagnosis& d, c
 // throws config_error (the step is then refused or failed by the caller).
 std::vector<Change> apply_fix(const Fix& fix, const Diagnosis& d, ConfigAccess& config, const Policy& policy) {
   std::vector<Change> changes;
+  const ConfigKind kind = kind_of(config, policy);
   auto set_one = [&](const std::string& key, const Value& raw) {
     Resolved r = resolve_key(config, key, true);
     if (!r.path) throw config_error(r.problem);
-    const Value v = checked_value(*r.path, raw, d, config);
-    Change c{*r.path, config.get(*r.path), v};
+    std::optional<Value> before = config.get(*r.path);
+    if (!before) {
+      // A key the config lacks: created only where the fix says so, and
+      // never in a kind of config that is not read for it.
+      if (detail::kind_reads(kind, to_string(*r.path)) == false)
+        throw value_refused(fmt::format("'{}' is not read from a {} config, so creating it there would change "
+                                        "nothing; set it where it is read",
+                                        to_string(*r.path), to_string(kind)));
+      if (!fix_lists(fix.create, key, *r.path))
+        throw value_refused(fmt::format("the config has no key '{}', and this fix changes only keys the config has "
+                                        "(it does not say 'create')",
+                                        to_string(*r.path)));
+    }
+    const Value v = checked_value(*r.path, key, raw, fix, d, config, kind);
+    Change c{*r.path, std::move(before), v, false};
+    c.created = !c.before;
     config.set(*r.path, v);
     changes.push_back(std::move(c));
   };
@@ -218,6 +290,10 @@ std::vector<Change> apply_fix(const Fix& fix, const Diagnosis& d, ConfigAccess& 
 // Why the policy rules a step out before touching the config, or "".
 std::string policy_refusal(const Fix& fix, const Diagnosis& d, const ConfigAccess& config, const Policy& policy) {
   if (fix.safety == Safety::manual) return "this remedy needs a person (safety: manual)";
+  if (const ConfigKind kind = kind_of(config, policy); kind != ConfigKind::unknown && !fix.config_kinds.empty() &&
+      std::find(fix.config_kinds.begin(), fix.config_kinds.end(), to_string(kind)) == fix.config_kinds.end())
+    return fmt::format("this fix applies to {} configs, and this is a {} config", fmt::join(fix.config_kinds, ", "),
+                       to_string(kind));
   if (!policy.allowed.count(fix.safety))
     return fmt::format("safety class '{}' is not allowed by the policy", to_string(fix.safety));
   std::vector<std::string> keys;
@@ -342,8 +418,9 @@ FixChoice choose(const Diagnosis& d, ConfigAccess& scratch, const Policy& policy
 void changes_json(std::string& out, const std::vector<Change>& changes) {
   out += "[";
   for (std::size_t i = 0; i < changes.size(); ++i)
-    out += fmt::format("{}{{\"path\": {}, \"before\": {}, \"after\": {}}}", i ? ", " : "",
-                       json_quote(to_string(changes[i].path)), value_json(changes[i].before), value_json(changes[i].after));
+    out += fmt::format("{}{{\"path\": {}, \"before\": {}, \"after\": {}, \"created\": {}}}", i ? ", " : "",
+                       json_quote(to_string(changes[i].path)), value_json(changes[i].before), value_json(changes[i].after),
+                       changes[i].created ? "true" : "false");
   out += "]";
 }
 

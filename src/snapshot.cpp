@@ -15,8 +15,9 @@ namespace {
 
 // Bump when the layout below changes. 2: the match plan and a checksum.
 // 3: the hash of the source bytes. 4: scoped preflight conditions (tests,
-// config kind, model family, applies_to) and examples.preflight.
-constexpr std::uint32_t kFormat = 4;
+// config kind, model family, applies_to) and examples.preflight. 5: fixes
+// carry config kinds, create and vocabulary.
+constexpr std::uint32_t kFormat = 5;
 constexpr std::string_view kMagic = "errshim catalog snapshot\n";
 
 // A 64-bit checksum of the bytes before it, last in the file: a damaged
@@ -130,6 +131,9 @@ void Writer::entry(const Entry& e) {
     str(f.reason);
     assignments(f.requires_set);
     assignments(f.conflicts);
+    strings(f.config_kinds);
+    strings(f.create);
+    assignments(f.vocabulary);
   }
   strings(e.tags);
   count(e.match_examples.size());
@@ -338,6 +342,9 @@ void Reader::entry(Entry& e) {
     f.reason = str();
     assignments(f.requires_set);
     assignments(f.conflicts);
+    strings(f.config_kinds);
+    strings(f.create);
+    assignments(f.vocabulary);
     return r;
   });
   strings(e.tags);
@@ -382,8 +389,8 @@ void Reader::entry(Entry& e) {
       return t;
     });
     const std::uint8_t kind = u8();
-    if (kind > static_cast<std::uint8_t>(ConfigKind::generation)) fail(pos_ - 1, "an unknown config kind");
-    c.config = static_cast<ConfigKind>(kind);
+    if (kind > static_cast<std::uint8_t>(PreflightSource::generation)) fail(pos_ - 1, "an unknown config kind");
+    c.config = static_cast<PreflightSource>(kind);
     strings(c.model_types);
     strings(c.architectures);
     scope(c.applies_to);

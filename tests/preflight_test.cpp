@@ -204,7 +204,7 @@ TEST(Preflight, OldFormStillLoadsAndMeansTheSame) {
   const Entry& e = *c->find("t.old");
   ASSERT_EQ(e.preflight.size(), 2u);
   EXPECT_EQ(e.preflight[0].model, "mimi");
-  EXPECT_EQ(e.preflight[0].config, ConfigKind::any);
+  EXPECT_EQ(e.preflight[0].config, PreflightSource::any);
   EXPECT_TRUE(e.preflight[0].tests.empty());
   EXPECT_EQ(e.preflight[1].keys[0].second.size(), 2u);
   EXPECT_EQ(ids(check(ConfigTree::parse("dtype: bf16\nlayers: 12\n"), *c)), std::vector<std::string>{"t.old"});
@@ -235,7 +235,7 @@ TEST(Preflight, SnapshotCarriesScopedConditionsAndExamples) {
   ASSERT_EQ(b.preflight.size(), 1u);
   const PreflightCondition& pa = a.preflight[0];
   const PreflightCondition& pb = b.preflight[0];
-  EXPECT_EQ(pb.config, ConfigKind::generation);
+  EXPECT_EQ(pb.config, PreflightSource::generation);
   EXPECT_EQ(pb.model_types, pa.model_types);
   EXPECT_EQ(pb.architectures, std::vector<std::string>{"LlamaForCausalLM"});
   EXPECT_EQ(pb.model, "llama");

@@ -16,6 +16,7 @@
 #include <errshim/errshim.hpp>
 
 #include "test_catalogs.hpp"
+#include "vocabulary.hpp"
 
 namespace errshim {
 namespace {
@@ -283,7 +284,13 @@ TEST_P(PromptInjection, RealErrorIsStillFixedFromItsCaptures) {
     for (std::size_t i = 0; i < fix.set.size(); ++i) {
       const std::string& spec = fix.set[i].second.text;  // "{name}"
       const std::string name = spec.substr(1, spec.find_first_of(":}") - 1);
-      const std::string expected = capture_of(ex, name);
+      std::string expected = capture_of(ex, name);
+      // A key with a vocabulary gets the capture in the config's spelling
+      // (this config holds none, so the usual one: libtorch's BFloat16 is "bfloat16").
+      if (const auto vocabulary = detail::vocabulary_of_key(fix.set[i].first)) {
+        std::string why;
+        expected = detail::map_value(*vocabulary, expected, nullptr, ConfigKind::unknown, why).value_or("?");
+      }
       ASSERT_TRUE(choice.changes[i].after);
       EXPECT_EQ(choice.changes[i].after->text, expected);
       EXPECT_EQ(choice.changes[i].after->type, all_digits(expected) ? Value::Type::integer : Value::Type::string);

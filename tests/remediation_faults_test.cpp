@@ -50,7 +50,7 @@ CatalogPtr catalog() {
       - text: fall back to manual attention
         fix: {action: fallback, safety: safe}
       - text: turn flash attention off, with its cache type
-        fix: {set: {use_flash_attn: false}, requires: {kv_cache_dtype: auto}, safety: safe}
+        fix: {set: {use_flash_attn: false}, requires: {kv_cache_dtype: auto}, create: [kv_cache_dtype], safety: safe}
     examples: {match: [attention kernel failed]}
 )"));
   return c;

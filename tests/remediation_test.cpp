@@ -67,6 +67,7 @@ CatalogPtr catalog() {
           set: {use_flash_attn: false}
           requires: {kv_cache_dtype: auto}
           conflicts: {strict_kernels: true}
+          create: [kv_cache_dtype]
           safety: slower
       - text: fall back to manual attention
         fix: {action: fallback-manual-attention, safety: safe}
@@ -82,7 +83,7 @@ CatalogPtr catalog() {
     trigger: t
     remediation:
       - text: use the head count from the message
-        fix: {set: {num_kv_heads: '{heads}', kv_second: '{kv:dim0}'}, safety: changes-output}
+        fix: {set: {num_kv_heads: '{heads}', kv_second: '{kv:dim0}'}, create: [kv_second], safety: changes-output}
     examples: {match: ['head count 8 does not divide [A, 3]']}
   - id: t.tag
     template: 'unknown model tag {tag} for revision {rev}'
@@ -94,7 +95,7 @@ CatalogPtr catalog() {
     trigger: t
     remediation:
       - text: use the tag the message names
-        fix: {set: {model_tag: '{tag}', revision: '{rev}'}, safety: safe}
+        fix: {set: {model_tag: '{tag}', revision: '{rev}'}, create: true, safety: safe}
       - text: or fall back to the main tag
         fix: {set: {model_tag: main}, safety: safe}
     examples: {match: ['unknown model tag 123 for revision 7']}
@@ -609,7 +610,7 @@ TEST(Remediate, AuditCallbackAndMetrics) {
   for (const char* field : {"\"time\": \"", "\"attempt\": 1", "\"entry\": \"t.kv\"", "\"step\": 0",
                             "\"fix\": {\"set\": {\"kv_cache_enabled\": false}}", "\"safety\": \"slower\"",
                             "\"mode\": \"auto\"", "\"outcome\": \"applied\"",
-                            "\"changes\": [{\"path\": \"kv_cache_enabled\", \"before\": true, \"after\": false}]"})
+                            "\"changes\": [{\"path\": \"kv_cache_enabled\", \"before\": true, \"after\": false, \"created\": false}]"})
     EXPECT_NE(audit[0].find(field), std::string::npos) << field << "\n" << audit[0];
   EXPECT_NE(audit[1].find("\"outcome\": \"succeeded\""), std::string::npos);
   EXPECT_EQ(metrics.value("t.kv", Decision::Outcome::applied), 1u);
@@ -642,6 +643,210 @@ TEST(Preflight, EncoderDecoderByConfigOrByModelName) {
   EXPECT_EQ(check(named, *catalog(), Context::parse("model=openai/whisper-tiny")).size(), 1u);
   EXPECT_TRUE(check(named, *catalog(), Context::parse("model=meta-llama/Llama-3-8B")).empty());
 }
+
+
+// ---- config kinds, created keys, vocabularies ------------------------------------
+
+namespace scope {
+
+CatalogPtr kinds_catalog() {
+  static const CatalogPtr c = testing::catalog_from(testing::file_yaml(R"(  - id: k.attn
+    template: 'flash kernel missing'
+    source: {path: modeling.py, line: 1}
+    error_class: ImportError
+    kind: missing-dependency
+    cause: c
+    trigger: t
+    remediation:
+      - text: sdpa
+        fix: {set: {attn_implementation: sdpa}, config: [model-config, from-pretrained-kwargs], create: true, safety: safe}
+    examples: {match: ['flash kernel missing']}
+  - id: k.cache
+    template: 'cache broken'
+    source: {path: cache.py, line: 1}
+    error_class: ValueError
+    kind: configuration
+    cause: c
+    trigger: t
+    remediation:
+      - text: dynamic, creating the key
+        fix: {set: {cache_implementation: dynamic}, create: true, safety: safe}
+    examples: {match: ['cache broken']}
+  - id: k.nocreate
+    template: 'kv cache on'
+    source: {path: m.rs, line: 1}
+    error_class: E
+    kind: configuration
+    cause: c
+    trigger: t
+    remediation:
+      - text: off, only where the key is
+        fix: {set: {use_kv_cache: false}, safety: slower}
+    examples: {match: ['kv cache on']}
+  - id: k.dtype
+    template: 'wanted {want} for the buffer'
+    capture_patterns: {want: '\w+'}
+    source: {path: b.cpp, line: 1}
+    error_class: c10::Error
+    kind: dtype-mismatch
+    cause: c
+    trigger: t
+    remediation:
+      - text: buffer in that dtype (a key whose name does not say it is a dtype)
+        fix: {set: {buffer_kind: '{want}'}, vocabulary: {buffer_kind: dtype}, create: true, safety: safe}
+    examples: {match: ['wanted Half for the buffer']}
+)"));
+  return c;
+}
+
+FixChoice choose(const char* message, ConfigAccess& config, const Policy& p = {}) {
+  const auto d = kinds_catalog()->diagnose(message);
+  EXPECT_TRUE(d) << message;
+  return d ? choose_fix(*d, config, p) : FixChoice{};
+}
+
+TEST(RemediateScope, AFixForOtherConfigKindsIsRefusedWithTheKindNamed) {
+  ConfigTree gen = ConfigTree::parse("{\"do_sample\": true}", "out/generation_config.json");
+  EXPECT_EQ(gen.kind(), ConfigKind::generation_config);
+  const FixChoice choice = choose("flash kernel missing", gen);
+  EXPECT_FALSE(choice.step);
+  ASSERT_EQ(choice.decisions.size(), 1u);
+  EXPECT_EQ(choice.decisions[0].reason,
+            "this fix applies to model-config, from-pretrained-kwargs configs, and this is a generation-config config");
+  ConfigTree model = ConfigTree::parse("{\"model_type\": \"llama\"}");
+  EXPECT_EQ(model.kind(), ConfigKind::model_config);
+  EXPECT_TRUE(choose("flash kernel missing", model).step);
+}
+
+TEST(RemediateScope, TheCallersWordOnTheKindWinsOverTheConfigs) {
+  ConfigTree kwargs = ConfigTree::parse("{\"max_new_tokens\": 8}");
+  Policy p;
+  p.context.values["config"] = "generate-kwargs";
+  const FixChoice choice = choose("flash kernel missing", kwargs, p);
+  EXPECT_FALSE(choice.step);
+  p.context.values["config"] = "from-pretrained-kwargs";
+  EXPECT_TRUE(choose("flash kernel missing", kwargs, p).step);
+}
+
+TEST(RemediateScope, ACreatedKeyIsAChangeOfItsOwnInTheRecord) {
+  ConfigTree config = ConfigTree::parse("{\"model_type\": \"llama\"}");
+  const FixChoice choice = choose("flash kernel missing", config);
+  ASSERT_TRUE(choice.step);
+  ASSERT_EQ(choice.changes.size(), 1u);
+  EXPECT_TRUE(choice.changes[0].created);
+  EXPECT_FALSE(choice.changes[0].before);
+  EXPECT_NE(choice.decisions.back().to_json().find("\"after\": \"sdpa\", \"created\": true"), std::string::npos)
+      << choice.decisions.back().to_json();
+  ConfigTree has = ConfigTree::parse("{\"model_type\": \"llama\", \"attn_implementation\": \"eager\"}");
+  const FixChoice again = choose("flash kernel missing", has);
+  ASSERT_TRUE(again.step);
+  EXPECT_FALSE(again.changes[0].created);
+}
+
+TEST(RemediateScope, AKeyIsCreatedOnlyWhereTheFixSaysSo) {
+  ConfigTree lacks = ConfigTree::parse("model: {n_head: 8}\n");
+  const FixChoice choice = choose("kv cache on", lacks);
+  EXPECT_FALSE(choice.step);
+  ASSERT_EQ(choice.decisions.size(), 1u);
+  EXPECT_EQ(choice.decisions[0].outcome, Decision::Outcome::refused);
+  EXPECT_EQ(choice.decisions[0].reason,
+            "the config has no key 'use_kv_cache', and this fix changes only keys the config has (it does not say "
+            "'create')");
+  EXPECT_EQ(lacks.dump(), "model: {n_head: 8}\n");
+  ConfigTree has = ConfigTree::parse("model: {n_head: 8, use_kv_cache: true}\n");
+  ASSERT_TRUE(choose("kv cache on", has).step);
+  EXPECT_EQ(has.dump(), "model: {n_head: 8, use_kv_cache: false}\n");
+}
+
+TEST(RemediateScope, AKindThatDoesNotReadTheKeyNeverGetsItCreated) {
+  // cache_implementation is read by generate(), attn_implementation is not:
+  // a fix that may create keys still creates none a generate() call ignores.
+  ConfigTree gen = ConfigTree::parse("{\"_from_model_config\": true}");
+  EXPECT_EQ(gen.kind(), ConfigKind::generation_config);
+  ASSERT_TRUE(choose("cache broken", gen).step);
+  EXPECT_EQ(gen.dump(), "{\"_from_model_config\": true, \"cache_implementation\": \"dynamic\"}");
+}
+
+TEST(RemediateScope, DeclaredVocabularyMapsAndAnUnknownValueIsRefused) {
+  ConfigTree candle = ConfigTree::parse("dtype: bf16\n");
+  candle.set_kind(ConfigKind::candle_config);
+  ASSERT_TRUE(choose("wanted Half for the buffer", candle).step);
+  EXPECT_EQ(candle.get({"buffer_kind"}), (Value{Value::Type::string, "f16"}));  // the spelling of dtype: bf16
+
+  ConfigTree any = ConfigTree::parse("dtype: float32\n");
+  const FixChoice choice = choose("wanted QUInt4x2 for the buffer", any);
+  EXPECT_FALSE(choice.step);
+  ASSERT_EQ(choice.decisions.size(), 1u);
+  EXPECT_EQ(choice.decisions[0].reason,
+            "value 'QUInt4x2' for 'buffer_kind' is refused: 'QUInt4x2' is not a dtype errshim knows (libtorch, torch, "
+            "transformers or candle spelling); it is not written as the message spelled it");
+  // A dtype the config's vocabulary cannot spell: int8 has no candle name.
+  ConfigTree candle_int8 = ConfigTree::parse("dtype: f32\n");
+  const FixChoice no_spelling = choose("wanted Char for the buffer", candle_int8);
+  EXPECT_FALSE(no_spelling.step);
+  EXPECT_NE(no_spelling.decisions[0].reason.find("has no spelling in this config's vocabulary"), std::string::npos)
+      << no_spelling.decisions[0].reason;
+}
+
+TEST(RemediateScope, TypedHostConfigIsAHostConfig) {
+  struct Host {
+    std::string attn_implementation = "flash_attention_2";
+  };
+  auto bindings = std::make_shared<Bindings<Host>>();
+  bindings->bind("attn_implementation", &Host::attn_implementation);
+  TypedConfig<Host> host(Host{}, bindings);
+  EXPECT_EQ(host.kind(), ConfigKind::host_config);
+  EXPECT_FALSE(choose("flash kernel missing", host).step);  // k.attn names no host config
+}
+
+struct BadFix {
+  const char* name;
+  const char* fix;
+  const char* problem;  // expected in the load error, after file:line:column
+};
+
+void PrintTo(const BadFix& b, std::ostream* os) { *os << b.name; }
+
+class RemediateScopeLoad : public ::testing::TestWithParam<BadFix> {};
+
+TEST_P(RemediateScopeLoad, BadFixScopeIsALoadErrorWithItsPlace) {
+  const std::string yaml = testing::file_yaml(std::string(R"(  - id: k.bad
+    template: 'x failed'
+    source: {path: a.py, line: 1}
+    error_class: E
+    kind: configuration
+    cause: c
+    trigger: t
+    remediation:
+      - text: r
+        fix: )") + GetParam().fix + R"(
+    examples: {match: ['x failed']}
+)");
+  try {
+    testing::catalog_from(yaml, "k.yaml");
+    FAIL() << "loaded";
+  } catch (const catalog_error& e) {
+    EXPECT_NE(std::string(e.what()).find(GetParam().problem), std::string::npos) << e.what();
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Fixes, RemediateScopeLoad,
+    ::testing::Values(
+        BadFix{"UnknownKind", "{set: {a: 1}, config: [generation-cfg], safety: safe}",
+               "k.yaml:14:37: entry 'k.bad': fix.config: unknown config kind 'generation-cfg'"},
+        BadFix{"CreateOfAKeyNotSet", "{set: {a: 1}, create: [b], safety: safe}",
+               "k.yaml:14:37: entry 'k.bad': fix.create: 'b' is not a key this fix sets (it sets: a)"},
+        BadFix{"CreateNotABoolean", "{set: {a: 1}, create: yes-please, safety: safe}",
+               "k.yaml:14:36: entry 'k.bad': fix.create must be true, false or a list"},
+        BadFix{"UnknownVocabulary", "{set: {a_dtype: f16}, vocabulary: {a_dtype: dtypes}, safety: safe}",
+               "fix.vocabulary.a_dtype: unknown vocabulary 'dtypes' (one of: dtype, device, attn-implementation, "
+               "cache-implementation)"},
+        BadFix{"VocabularyOfAKeyNotSet", "{set: {a: 1}, vocabulary: {b: dtype}, safety: safe}",
+               "fix.vocabulary: 'b' is not a key this fix sets"}),
+    [](const ::testing::TestParamInfo<BadFix>& info) { return std::string(info.param.name); });
+
+}  // namespace scope
 
 }  // namespace
 }  // namespace errshim

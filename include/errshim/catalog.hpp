@@ -67,6 +67,17 @@ struct Fix {
   std::string reason;                              // one line: why this safety class
   std::vector<std::pair<std::string, Value>> requires_set;  // bundle: must change together
   std::vector<std::pair<std::string, Value>> conflicts;     // bundle: refuses when a key holds this value
+  // The config kinds this fix applies to ("model-config", "generation-config",
+  // "from-pretrained-kwargs", "generate-kwargs", "candle-config", "host-config");
+  // empty: any. A config of another kind refuses the step.
+  std::vector<std::string> config_kinds;
+  // Keys of `set`/`requires` this fix may create when the config lacks them
+  // ("*": any of them). Without it a fix only changes keys the config has.
+  std::vector<std::string> create;
+  // Key -> vocabulary ("dtype", "device", "attn-implementation",
+  // "cache-implementation") a value is mapped into before it is written, for
+  // keys whose name does not say it (the registry knows `*_dtype`, ...).
+  std::vector<std::pair<std::string, Value>> vocabulary;
 
   bool empty() const noexcept { return set.empty() && remove.empty() && action.empty(); }
 };
@@ -77,7 +88,7 @@ struct Remediation {
 };
 
 // Which of the user's configs a preflight condition reads its keys from.
-enum class ConfigKind : std::uint8_t {
+enum class PreflightSource : std::uint8_t {
   any,         // whichever config holds the key
   model,       // the model's config.json (model_type, architectures, ...)
   generation,  // generation_config.json
@@ -106,7 +117,7 @@ struct PreflightCondition {
   std::vector<std::pair<std::string, std::vector<Value>>> keys;  // key or dotted path -> any of
   std::string model;                                              // regex, may be empty
   std::vector<PreflightTest> tests;
-  ConfigKind config = ConfigKind::any;
+  PreflightSource config = PreflightSource::any;
   std::vector<std::string> model_types;    // config.json `model_type`, any of
   std::vector<std::string> architectures;  // config.json `architectures`, any element any of
   std::vector<ScopeCondition> applies_to;  // confirmed by the context, or the condition does not hold

@@ -2,8 +2,7 @@
 // top or nested, that a fix can find, read, set and remove.
 //
 // Two kinds are provided: ConfigTree (a YAML or JSON document, written back
-// in the format it came in, keeping the keys a fix did not touch and their
-// order) and TypedConfig<T> (a C++ struct whose members the host binds to
+// as it was given but for the bytes of the values a fix changed) and TypedConfig<T> (a C++ struct whose members the host binds to
 // names once). Both are values: remediation works on copies and never
 // changes the caller's object.
 #pragma once
@@ -29,6 +28,23 @@ using KeyPath = std::vector<std::string>;
 std::string to_string(const KeyPath& path);  // "generation_config.cache_implementation"
 KeyPath parse_key_path(std::string_view dotted);
 
+// Which kind of config a fix is looking at: what reads it decides which keys
+// mean anything there (transformers never reads attn_implementation from
+// generation_config.json) and how values are spelled.
+enum class ConfigKind {
+  unknown,                 // not known: no key is ruled out by kind
+  model_config,            // a model's config.json (transformers PretrainedConfig)
+  generation_config,       // generation_config.json (transformers GenerationConfig)
+  from_pretrained_kwargs,  // keyword arguments of from_pretrained()
+  generate_kwargs,         // keyword arguments of generate()
+  candle_config,           // a candle model's Config (serde from config.json)
+  host_config,             // the host program's own typed config
+};
+// "model-config", "generation-config", "from-pretrained-kwargs",
+// "generate-kwargs", "candle-config", "host-config", "unknown".
+std::string_view to_string(ConfigKind) noexcept;
+std::optional<ConfigKind> parse_config_kind(std::string_view) noexcept;
+
 // A config that cannot be read, or a change it cannot take. Says where.
 class config_error : public std::runtime_error {
  public:
@@ -52,6 +68,8 @@ class ConfigAccess {
   // cannot remove keys (a struct member can only be reset by the host).
   virtual void remove(const KeyPath& path) = 0;
   virtual std::unique_ptr<ConfigAccess> clone() const = 0;
+  // The kind of config this is; a policy's context key `config` overrides it.
+  virtual ConfigKind kind() const { return ConfigKind::unknown; }
   // Takes the state of `other`, a config of the same kind (a clone of this
   // one, changed). Throws config_error for a config of another kind. Lets
   // remediation try a bundle on a clone and keep it only when it all worked.
@@ -68,8 +86,21 @@ class ConfigTree final : public ConfigAccess {
   static ConfigTree parse(std::string_view text, std::string name = "<config>");
   static ConfigTree load(const std::filesystem::path& path);  // throws config_error
 
-  // The document in its original format, with untouched keys in their order.
+  // The document as it was given, with only the bytes of what changed
+  // replaced: comments, key order, quoting, flow or block style, indentation,
+  // line ends and the trailing newline stay as written. A changed scalar
+  // keeps its quoting where the new value allows it; a created key is
+  // written in the style of its siblings; an alias to a node that changed is
+  // written out in full in its place.
   std::string dump() const;
+  // The kind, from the file name (`config.json`, `generation_config.json`)
+  // or the content (`model_type`/`architectures`, `_from_model_config`);
+  // unknown when neither tells. set_kind() says it outright.
+  ConfigKind kind() const override;
+  void set_kind(ConfigKind kind);
+  // Whether `other` holds the same keys with the same values (order and
+  // layout aside): what a config reads as, not how it is written.
+  bool same_values(const ConfigTree& other) const;
   Format format() const noexcept;
   const std::string& name() const noexcept;
 
@@ -137,6 +168,7 @@ class TypedConfig final : public ConfigAccess {
   void remove(const KeyPath& path) override;
   std::unique_ptr<ConfigAccess> clone() const override;
   void assign_from(const ConfigAccess& other) override;
+  ConfigKind kind() const override { return ConfigKind::host_config; }
 
  private:
   T value_;

@@ -61,6 +61,9 @@ struct Change {
   KeyPath path;
   std::optional<Value> before;  // nullopt: the key was absent
   std::optional<Value> after;   // nullopt: the key was removed
+  // The config lacked the key and the fix created it (allowed only where the
+  // fix says `create`); a change of its own, worth telling the user.
+  bool created = false;
 };
 
 // What errshim decided about one remediation step, or about an error.
@@ -86,7 +89,7 @@ struct Decision {
   int attempt = 0;              // which call of the build function this answers (1-based)
 
   // The audit record: {"time", "attempt", "entry", "step", "fix", "safety",
-  // "mode", "outcome", "reason", "changes": [{"path", "before", "after"}]}.
+  // "mode", "outcome", "reason", "changes": [{"path", "before", "after", "created"}]}.
   std::string to_json() const;
 };
 std::string_view to_string(Decision::Outcome) noexcept;

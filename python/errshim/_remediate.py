@@ -14,6 +14,75 @@ import errshim
 
 MODES = ("off", "explain", "suggest", "automatic")
 
+# The kinds of config a fix can be for (the C++ ConfigKind); short names for
+# the two dicts Python code passes most.
+KINDS = ("model-config", "generation-config", "from-pretrained-kwargs", "generate-kwargs", "candle-config",
+         "host-config")
+_KIND_ALIASES = {"generate": "generate-kwargs", "from_pretrained": "from-pretrained-kwargs",
+                 "generation_config": "generation-config", "config": "model-config"}
+
+
+def _kind_name(kind):
+    if kind is None:
+        return None
+    name = _KIND_ALIASES.get(kind, kind)
+    if name not in KINDS:
+        raise ValueError("errshim.remediate: kind must be one of %s (or generate, from_pretrained), not %r"
+                         % (", ".join(KINDS), kind))
+    return name
+
+
+def _with_kind(context, kind):
+    # The library reads the config's kind from the context key `config`.
+    if kind is None:
+        return context
+    if context is None:
+        return {"config": kind}
+    if isinstance(context, dict):
+        return dict(context, config=kind)
+    text = context.decode() if isinstance(context, bytes) else context
+    return (text + "," if text else "") + "config=" + kind
+
+
+def _is_torch_dtype(value):
+    t = type(value)
+    return t.__module__ == "torch" and t.__name__ == "dtype"
+
+
+def _to_json(config):
+    """The dict as JSON text for the library. A torch.dtype (from_pretrained's
+    torch_dtype=torch.float16) goes as its name, "torch.float16", so the fix
+    sees the spelling in use; `_from_json` turns such names back."""
+    dtype_paths = []
+
+    def plain(value, path):
+        if isinstance(value, dict):
+            return {k: plain(v, path + (k,)) for k, v in value.items()}
+        if isinstance(value, (list, tuple)):
+            return [plain(v, path + (i,)) for i, v in enumerate(value)]
+        if _is_torch_dtype(value):
+            dtype_paths.append(path)
+            return str(value)
+        return value
+
+    return json.dumps(plain(config, ())), dtype_paths
+
+
+def _from_json(text, dtype_paths):
+    out = json.loads(text)
+    for path in dtype_paths:
+        parent = out
+        for part in path[:-1]:
+            parent = parent[part] if isinstance(parent, (dict, list)) else None
+        if not isinstance(parent, (dict, list)):
+            continue
+        value = parent[path[-1]] if isinstance(parent, list) or path[-1] in parent else None
+        if isinstance(value, str) and value.startswith("torch."):
+            import torch  # a torch.dtype came in, so torch is there
+
+            parent[path[-1]] = getattr(torch, value[len("torch."):])
+    return out
+
 
 class RemediationReport:
     """Every attempt of one remediate() call: `calls` (times `build` ran),
@@ -80,7 +149,7 @@ def _same(a, b):
 
 
 def remediate(build, config, allowed=None, pinned=(), max_retries=3, mode="automatic", entry_modes=None,
-              context=None, catalog=None, on_decision=None, metrics=None):
+              context=None, catalog=None, on_decision=None, metrics=None, kind=None):
     """Calls build(copy of config); when that raises an error the catalog
     knows, applies the first remediation step the policy allows to a copy of
     the config and calls again: at most `max_retries` fixes, never the same
@@ -98,7 +167,16 @@ def remediate(build, config, allowed=None, pinned=(), max_retries=3, mode="autom
     Returns a Remediated. An error errshim does not recognise goes on
     unchanged (the same object), unless a fix was applied before it: then,
     as on every other way of giving up, RemediationError is raised from the
-    last error, with the report."""
+    last error, with the report.
+
+    `kind`: what `config` is, so a fix meant for another kind is refused and
+    a key is never created where it is not read: "generate" (generate()
+    kwargs), "from_pretrained" (from_pretrained() kwargs), or one of KINDS
+    ("generation-config", "model-config", ...). Without it a text config's
+    kind is read from its keys (`model_type`, `_from_model_config`). Values
+    are written in the config's own spelling: a libtorch `Half` becomes
+    "float16" next to "float32", torch.float16 next to a torch.dtype. Each
+    change records whether it `created` the key."""
     if mode not in MODES:
         raise ValueError("errshim.remediate: mode must be one of %s, not %r" % (", ".join(MODES), mode))
     if not isinstance(max_retries, int) or max_retries < 0:
@@ -107,6 +185,7 @@ def remediate(build, config, allowed=None, pinned=(), max_retries=3, mode="autom
     if not as_text and not isinstance(config, dict):
         raise TypeError("errshim.remediate: config must be a dict or a JSON/YAML text, not %s"
                         % type(config).__name__)
+    context = _with_kind(context, _kind_name(kind))
     entry_modes = dict(entry_modes or {})
     report = RemediationReport()
     current = config if as_text else copy.deepcopy(config)
@@ -152,14 +231,17 @@ def remediate(build, config, allowed=None, pinned=(), max_retries=3, mode="autom
             if applied >= max_retries:
                 raise give_up(exc, d, "the retry bound (%d) is reached" % max_retries) from exc
 
-            text = current if as_text else json.dumps(current)
+            text, dtype_paths = (current, []) if as_text else _to_json(current)
             try:
                 r = errshim.fix_config(text, errshim.exception_text(exc), allowed=allowed, pinned=pinned,
                                        context=context, catalog=catalog)
             except errshim.ErrshimError as e:
                 raise give_up(exc, d, "choosing a fix failed: %s" % e) from exc
+            changes = r.changes
             for x in r.decisions:
-                if x.get("outcome") != "applied":  # the application is recorded below, with this loop's mode
+                if x.get("outcome") == "applied":
+                    changes = x.get("changes", changes)  # the library's record, `created` included
+                else:  # the application is recorded below, with this loop's mode
                     x = dict(x, attempt=report.calls, mode=entry_mode)
                     report.decisions.append(x)
                     if metrics is not None:
@@ -176,15 +258,15 @@ def remediate(build, config, allowed=None, pinned=(), max_retries=3, mode="autom
                               % (r.step + 1)) from exc
             fix = d.remediation[r.step].fix if r.step < len(d.remediation) else None
             if entry_mode == "suggest":
-                record(d.id, "suggested", step=r.step, changes=r.changes, fix=fix, safety=r.safety,
+                record(d.id, "suggested", step=r.step, changes=changes, fix=fix, safety=r.safety,
                        entry_mode=entry_mode)
                 raise _remediation_error(exc, d, report, "%s [errshim suggests step %d; mode suggest changes "
                                          "nothing]" % (d.summary(), r.step + 1)) from exc
-            record(d.id, "applied", step=r.step, changes=r.changes, fix=fix, safety=r.safety, entry_mode=entry_mode)
+            record(d.id, "applied", step=r.step, changes=changes, fix=fix, safety=r.safety, entry_mode=entry_mode)
             tried.add((r.entry_id, r.step))
             applied += 1
             last_was_fixed = True
-            current = r.config if as_text else json.loads(r.config)
+            current = r.config if as_text else _from_json(r.config, dtype_paths)
             continue
         if last is not None:
             record(last.id, "succeeded", entry_mode=entry_modes.get(last.id, mode))

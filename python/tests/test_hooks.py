@@ -270,5 +270,81 @@ class RemediateTest(unittest.TestCase):
         self.assertTrue(m.prometheus().startswith("# HELP errshim_decisions_total "))
 
 
+FLASH_ATTENTION_2_MISSING = (
+    "FlashAttention2 has been toggled on, but it cannot be used due to the following error: the package flash_attn "
+    "seems to be not installed. Please refer to the documentation of "
+    "https://huggingface.co/docs/transformers/perf_infer_gpu_one#flashattention-2 to install Flash Attention 2.")
+INDEX_COPY_HALF = ("index_copy_(): self and source expected to have the same dtype, but got (self) Float and "
+                   "(source) Half")
+
+
+class RemediateKindsTest(unittest.TestCase):
+    """remediate() on generate() and from_pretrained() kwargs and on config
+    text, with the kinds, created keys and value spellings of the C++ one."""
+
+    @staticmethod
+    def failing_while(key, bad, message, calls=None):
+        def build(cfg):
+            if calls is not None:
+                calls.append(cfg)
+            if cfg.get(key) == bad:
+                raise RuntimeError(message) if "index_copy_" in message else ImportError(message)
+            return "ok"
+        return build
+
+    def test_from_pretrained_kwargs_get_sdpa(self):
+        kwargs = {"attn_implementation": "flash_attention_2", "low_cpu_mem_usage": True}
+        r = errshim.remediate(self.failing_while("attn_implementation", "flash_attention_2", FLASH_ATTENTION_2_MISSING),
+                              kwargs, kind="from_pretrained")
+        self.assertEqual(r.config, {"attn_implementation": "sdpa", "low_cpu_mem_usage": True})
+        self.assertEqual(kwargs["attn_implementation"], "flash_attention_2")  # the caller's dict is left alone
+        change = r.report.applied_changes()[0]
+        self.assertEqual((change["path"], change["after"], change["created"]), ("attn_implementation", "sdpa", False))
+
+    def test_generate_kwargs_never_get_an_attention_implementation(self):
+        # The error names a from_pretrained() setting: generate() does not
+        # read attn_implementation, so no step may add it to its kwargs.
+        def build(cfg):
+            raise ImportError(FLASH_ATTENTION_2_MISSING)
+
+        with self.assertRaises(errshim.RemediationError) as caught:
+            errshim.remediate(build, {"max_new_tokens": 8}, kind="generate")
+        refused = [d for d in caught.exception.report.decisions if d["outcome"] == "refused"]
+        self.assertTrue(refused)
+        self.assertIn("this is a generate-kwargs config", refused[0]["reason"])
+        self.assertEqual(caught.exception.report.calls, 1)
+
+    def test_a_created_key_is_reported_as_created(self):
+        r = errshim.remediate(self.failing_while("attn_implementation", None, FLASH_ATTENTION_2_MISSING), {},
+                              kind="from_pretrained")
+        self.assertEqual(r.config, {"attn_implementation": "sdpa"})
+        self.assertTrue(r.report.applied_changes()[0]["created"])
+
+    def test_captured_libtorch_dtype_is_written_in_the_configs_spelling(self):
+        cfg = {"dtype": "float16", "cache_dtype": "float32"}
+        r = errshim.remediate(self.failing_while("cache_dtype", "float32", INDEX_COPY_HALF), cfg)
+        self.assertEqual(r.config["cache_dtype"], "float16")  # not libtorch's "Half"
+
+    def test_yaml_text_keeps_its_comments(self):
+        text = "# reviewed\ncache_implementation: quantized   # saves memory\nmax_new_tokens: 8\n"
+        r = errshim.remediate(lambda cfg: (_ for _ in ()).throw(ValueError(QUANTIZED_CACHE)) if "quantized" in cfg
+                              else "ok", text, kind="generation-config")
+        self.assertEqual(r.config, text.replace("quantized", "dynamic"))
+
+    def test_unknown_kind_is_refused(self):
+        with self.assertRaises(ValueError):
+            errshim.remediate(lambda cfg: 1, {}, kind="kwargs")
+
+    def test_torch_dtype_objects_stay_torch_dtypes(self):
+        try:
+            import torch
+        except ImportError:
+            self.skipTest("torch is not installed")
+        kwargs = {"torch_dtype": torch.float32, "cache_dtype": torch.float32}
+        r = errshim.remediate(self.failing_while("cache_dtype", torch.float32, INDEX_COPY_HALF), kwargs)
+        self.assertIs(r.config["cache_dtype"], torch.float16)
+        self.assertIs(r.config["torch_dtype"], torch.float32)
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -156,7 +156,7 @@ class TorchRemediateTest(TorchTestCase):
         outcomes = [(d["entry"], d["outcome"]) for d in r.report.decisions]
         self.assertEqual(outcomes, [("libtorch.dtype.half_not_implemented", "applied"),
                                     ("libtorch.dtype.half_not_implemented", "succeeded")])
-        self.assertEqual(r.report.applied_changes(), [{"path": "dtype", "before": "float16", "after": "float32"}])
+        self.assertEqual(r.report.applied_changes(), [{"path": "dtype", "before": "float16", "after": "float32", "created": False}])
         self.assertIsInstance(r.report.errors[0], RuntimeError)
 
     def test_half_on_cpu_is_refused_by_the_default_policy(self):
