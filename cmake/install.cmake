@@ -86,6 +86,18 @@ endif()
 # so those names resolve in the consumer's project.
 install(EXPORT errshim-targets NAMESPACE errshim:: DESTINATION ${ERRSHIM_INSTALL_CMAKEDIR}
         FILE errshim-targets.cmake COMPONENT devel)
+
+# The prometheus-cpp bridge, an export set of its own: a consumer without
+# prometheus-cpp still finds the package (errshimConfig.cmake includes it
+# only when prometheus-cpp is found there too).
+if(TARGET errshim_prometheus)
+  set_target_properties(errshim_prometheus PROPERTIES EXPORT_NAME prometheus)
+  install(TARGETS errshim_prometheus EXPORT errshim-prometheus-targets
+          ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT devel
+          LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT runtime NAMELINK_COMPONENT devel)
+  install(EXPORT errshim-prometheus-targets NAMESPACE errshim:: DESTINATION ${ERRSHIM_INSTALL_CMAKEDIR}
+          FILE errshim-prometheus-targets.cmake COMPONENT devel)
+endif()
 # No build-tree export(): there errshim's private $<BUILD_INTERFACE:errshim_warnings>
 # would have to be exported too, and the warnings are not for consumers. A
 # project that wants errshim unbuilt uses add_subdirectory.
