@@ -27,17 +27,28 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
+import cpp_frontend  # noqa: E402
 import layer  # noqa: E402
+import python_frontend  # noqa: E402
 import rust_frontend  # noqa: E402
 
 import yaml  # noqa: E402
 
-FRONT_ENDS = {"rust": (rust_frontend, (".rs",))}
+FRONT_ENDS = {"rust": (rust_frontend, (".rs",)),
+              "cpp": (cpp_frontend, (".cpp", ".cc", ".h", ".hpp", ".cu", ".cuh")),
+              "python": (python_frontend, (".py",))}
+# Front ends whose sites carry message pieces (layer.collect_pieces).
+PIECES = ("cpp", "python")
 RELEASE_TAG = re.compile(r"^v?[0-9]+\.[0-9]+\.[0-9]+(?:-[A-Za-z]+\.?[0-9]*)?$")
+
+
+EXCLUDE = []  # --exclude globs
 
 
 def included(path, globs, exts):
     if not path.endswith(exts):
+        return False
+    if any(fnmatch.fnmatchcase(path, g) for g in EXCLUDE):
         return False
     return not globs or any(fnmatch.fnmatchcase(path, g) for g in globs)
 
@@ -48,10 +59,11 @@ def facts_of_files(files, front):
     errors = []
     for path, text in files:
         try:
-            s, v, c, st = front.scan(text, path)
-        except (rust_frontend.LexError, ValueError, IndexError) as e:
+            got = front.scan(text, path)
+        except (rust_frontend.LexError, cpp_frontend.LexError, SyntaxError, ValueError, IndexError) as e:
             errors.append("%s: %s" % (path, e))
             continue
+        s, v, c, st = got if isinstance(got, tuple) else (got, [], [], [])
         sites.extend(x.as_dict() for x in s)
         variants.extend(x.as_dict() for x in v)
         constructions.extend(x.as_dict() for x in c)
@@ -205,18 +217,39 @@ def main(argv=None):
     ap.add_argument("--library", default="candle")
     ap.add_argument("--include", action="append", default=[])
     ap.add_argument("--curated", action="append", default=[])
+    ap.add_argument("--exclude", action="append", default=[], help="leave out files matching this glob")
     ap.add_argument("--stats")
     ap.add_argument("--errshim", help="errshim binary: lint the layer over the --curated files and settle "
                                        "overlaps (a curated entry wins; a generated entry that another "
                                        "generated one shadows is folded into it)")
     ap.add_argument("--regen", default="tools/extract/regenerate-candle.sh")
+    ap.add_argument("--extra-root", action="append", default=[], metavar="DIR=PREFIX[,GENERATED]",
+                    help="more files (installed headers) under DIR, named PREFIX/REL, or "
+                         "GENERATED/REL when --root has no PREFIX/REL; one --root has is read from --root only")
     a = ap.parse_args(argv)
     front, exts = FRONT_ENDS[a.lang]
+    EXCLUDE[:] = a.exclude
 
     if a.command in ("extract",) or (a.command == "facts" and a.root):
         if not a.root or not a.commit:
             ap.error("extract needs --root and --commit")
-        facts = facts_of_files(tree_files(a.root, a.include, exts), front)
+        files = list(tree_files(a.root, a.include, exts))
+        have = {p for p, _ in files}
+        for spec in a.extra_root:
+            # DIR=PREFIX[,GENERATED]: DIR/REL is PREFIX/REL; one the source
+            # tree lacks is a generated file, named GENERATED/REL
+            d, _, prefixes = spec.partition("=")
+            prefix, _, generated = prefixes.partition(",")
+            for rel, text in tree_files(d, [], exts):
+                name = (prefix.rstrip("/") + "/" + rel) if prefix else rel
+                if os.path.exists(os.path.join(a.root, name)):
+                    continue
+                if generated:
+                    name = generated.rstrip("/") + "/" + rel
+                if name not in have:
+                    have.add(name)
+                    files.append((name, text))
+        facts = facts_of_files(files, front)
         label = a.version or "HEAD"
         versions = [(label, a.commit, facts)]
         order = [label]
@@ -239,9 +272,9 @@ def main(argv=None):
     if a.command == "facts":
         json.dump([{"version": l, "commit": c, **f} for l, c, f in versions], sys.stdout, indent=1)
         return 0
-    messages = layer.collect(versions)
+    messages = layer.collect_pieces(versions) if a.lang in PIECES else layer.collect(versions)
     entries, stats = layer.build_entries(messages, order, a.repo, head_commit, curated_facts(a.curated),
-                                         library=a.library)
+                                         library=a.library, style=STYLES.get(a.lang))
     if a.errshim:
         entries, shadow = settle_overlaps(a.errshim, a.curated, entries, a.library, a.repo, head_commit)
         stats.update(shadow)
@@ -254,8 +287,48 @@ def main(argv=None):
     return 0
 
 
+def torch_area(path):
+    """An id part from a torch path: aten/src/ATen/native/cpu/X.cpp ->
+    aten-native, torch/nn/functional.py -> nn-functional."""
+    parts = [p for p in re.sub(r"\.[a-z]+$", "", path).split("/") if p not in ("src", "ATen", "csrc", "torch")]
+    return re.sub(r"[^a-z0-9]+", "-", "-".join(parts[:2]).lower()).strip("-") or "core"
+
+
+def cpp_wrap(text, m, site):
+    """The message as torch 1.13 shows it in Python with
+    TORCH_SHOW_CPP_STACKTRACES=1 (a warning: with its internal location)."""
+    where = "./%s:%d" % (site["path"], site["line"])
+    if getattr(m, "severity", "error") == "warning":
+        return "/work/model.py:7: UserWarning: %s (Triggered internally at %s.)\n  out = layer(x)" % (text, where)
+    return ("Traceback (most recent call last):\n  File \"/work/model.py\", line 7, in forward\n    out = layer(x)\n"
+            "%s: %s\nException raised from %s at %s (most recent call first):\n"
+            "frame #0: c10::Error::Error(c10::SourceLocation, std::string) + 0x9e (0x7f0000001000 in "
+            "/lib/x86_64-linux-gnu/libc10.so.1.13)" % (site.get("python_class") or "RuntimeError", text,
+                                                       site.get("function") or "operator()", where))
+
+
+def python_wrap(text, m, site):
+    """The message as Python shows it: a traceback ending in the raising
+    file, a warning line, or a log line."""
+    full = "/usr/lib/python3/dist-packages/" + site["path"]
+    if site["form"].startswith("logger_"):
+        return "WARNING:%s:%s" % (re.sub(r"\.py$", "", site["path"]).replace("/", "."), text)
+    if getattr(m, "severity", "error") == "warning":
+        return "%s:%d: %s: %s\n  warnings.warn(" % (full, site["line"], site.get("python_class") or "UserWarning",
+                                                      text)
+    return ('Traceback (most recent call last):\n  File "/work/model.py", line 7, in forward\n    out = layer(x)\n'
+            '  File "%s", line %d, in %s\n    raise\n%s: %s' % (
+                full, site["line"], (site.get("symbol") or "<module>").split(".")[-1],
+                site.get("python_class") or "Exception", text))
+
+
+STYLES = {"cpp": {"area": torch_area, "wrap": cpp_wrap, "version_key": "torch"},
+          "python": {"area": torch_area, "wrap": python_wrap, "version_key": "torch"}}
+
+
 WON_BY = re.compile(r"entry '([^']+)': match example is won by '([^']+)'")
 OVERLAP = re.compile(r"entry '([^']+)': overlaps with '([^']+)'")
+UNMATCHED = re.compile(r"entry '([^']+)': match example is not matched by any entry: '(.{0,40})")
 
 
 def settle_overlaps(errshim, curated, entries, library, repo, commit, rounds=6):
@@ -266,7 +339,8 @@ def settle_overlaps(errshim, curated, entries, library, repo, commit, rounds=6):
     entry that claims the text names every place raising it."""
     import tempfile
     by_id = {e["id"]: e for e in entries}
-    stats = {"shadowed_by_curated": 0, "folded": 0, "curated_claims": []}
+    stats = {"shadowed_by_curated": 0, "folded": 0, "curated_claims": [], "unmatched_dropped": 0,
+             "wrapped_example_dropped": 0}
     for _ in range(rounds):
         with tempfile.TemporaryDirectory() as tmp:
             path = os.path.join(tmp, "layer.yaml")
@@ -278,6 +352,23 @@ def settle_overlaps(errshim, curated, entries, library, repo, commit, rounds=6):
         pairs = [(m.group(1), m.group(2)) for m in WON_BY.finditer(out)]
         pairs += [(m.group(2), m.group(1)) for m in OVERLAP.finditer(out)]
         changed = False
+        # an example errshim reads differently from what the extractor
+        # rendered (a message that starts like an exception class, a
+        # multi-line text inside a traceback): the wrapped form is left
+        # out; when the bare text itself is not matched, the entry is
+        for eid, head in UNMATCHED.findall(out):
+            e = by_id.get(eid)
+            if e is None:
+                continue
+            match = e["examples"]["match"]
+            bare = match[0]["text"] if isinstance(match[0], dict) else match[0]
+            if len(match) > 1 and not bare.startswith(head):
+                e["examples"]["match"] = match[:1]
+                stats["wrapped_example_dropped"] += 1
+            else:
+                del by_id[eid]
+                stats["unmatched_dropped"] += 1
+            changed = True
         for loser, winner in pairs:
             if loser not in by_id:
                 continue
