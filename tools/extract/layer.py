@@ -479,11 +479,18 @@ def collect_pieces(versions):
             if not pieces:
                 continue
             text, tmpl = pieces_template(pieces)
-            key = (s.get("severity", "error"), tmpl.signature())
+            # one message per literal skeleton: two sites that print the same
+            # text around their values are one error, whatever the values' types
+            skeleton = tuple(p if isinstance(p, str) else None for p in pieces)
+            key = (s.get("severity", "error"), skeleton)
             m = messages.get(key)
             if m is None:
                 m = messages[key] = Message(key, text, tmpl, s["error_class"], s["form"])
                 m.severity = s.get("severity", "error")
+            else:
+                for mine, theirs in zip(m.tmpl.names(), tmpl.names()):
+                    if m.tmpl.kinds.get(mine) != tmpl.kinds.get(theirs):
+                        m.tmpl.kinds[mine] = None
             site = {k: v for k, v in s.items() if k != "pieces"}
             m.add(label, dict(site, commit=commit))
             for p in s["pieces"]:

@@ -293,8 +293,11 @@ def scan(src, path="<src>"):
             # str(KeyError(text)) is the text's repr: double quotes when the
             # text holds a single quote and no double one
             lit = "".join(p for p in pieces if isinstance(p, str))
-            q = '"' if "'" in lit and '"' not in lit else "'"
-            pieces = merge([q] + pieces + [q])
+            if "'" in lit and '"' not in lit:
+                q, esc = '"', lambda t: t.replace("\\", "\\\\")
+            else:
+                q, esc = "'", lambda t: t.replace("\\", "\\\\").replace("'", "\\'")
+            pieces = merge([q] + [esc(p) if isinstance(p, str) else p for p in pieces] + [q])
         allc = conds + ([cond] if cond else [])
         sites.append(Site(form=form, line=node.lineno, symbol=".".join(scope) or None, path=path,
                           pieces=pieces, error_class=cls, python_class=cls, severity=severity,

@@ -45,5 +45,9 @@ python3 "$here/errshim_extract.py" extract --lang cpp --root "$src" --library li
 python3 "$here/errshim_extract.py" extract --lang python --root "$py_root" --library torch \
   --include 'torch/*' --exclude 'torch/testing/*' --exclude 'torch/utils/benchmark/*' \
   --stats "$out/torch-python.stats.json" "$@" > "$out/torch-python.yaml.tmp"
+# one entry per text across the three: the Python layer first (what most
+# users run), then ATen/c10, then torch/csrc
+python3 "$here/errshim_extract.py" fold "$out/torch-python.yaml.tmp" "$out/torch-cpp.yaml.tmp" \
+  "$out/torch-cpp-csrc.yaml.tmp"
 for f in torch-cpp torch-cpp-csrc torch-python; do mv "$out/$f.yaml.tmp" "$out/$f.yaml"; done
 "$errshim" lint "$top/patterns/" "$out/"
