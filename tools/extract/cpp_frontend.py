@@ -13,6 +13,8 @@ pieces, path, line, the function as `__func__` prints it, the condition.
 
 import re
 
+from pieces import capture_name, merge
+
 # What each macro raises: (error class, Python class, severity, first message argument).
 MACROS = {
     "TORCH_CHECK": ("c10::Error", "RuntimeError", "error", 1),
@@ -226,22 +228,8 @@ def placeholder_name(expr, taken):
     words = [w for w in re.findall(r"[A-Za-z_][A-Za-z0-9_]*", e)
              if w not in KEYWORDS and w not in ("c10", "at", "std", "str", "toString", "c_str", "this",
                                                 "static_cast", "int64_t", "size_t", "detail")]
-    if not words:
-        base = "value"
-    elif len(words) >= 2 and words[-1] in ("sizes", "size", "dim", "numel", "scalar_type", "dtype", "device",
-                                            "strides", "stride", "name", "layout", "options"):
-        base = words[-2] + "_" + words[-1]
-    else:
-        base = words[-1]
-    base = re.sub(r"(?<=[a-z0-9])([A-Z])", r"_\1", base).lower().strip("_") or "value"
-    if base[0].isdigit():
-        base = "v_" + base
-    name, k = base, 2
-    while name in taken:
-        name = "%s_%d" % (base, k)
-        k += 1
-    taken.add(name)
-    return name
+    return capture_name(words, ("sizes", "size", "dim", "numel", "scalar_type", "dtype", "device", "strides",
+                                "stride", "name", "layout", "options"), taken)
 
 
 def kind_of_expr(expr):
@@ -328,26 +316,6 @@ def append_expr(src, blank, lits, lo, hi, pieces, taken):
         return
     expr = squash(src[lo:hi])
     pieces.append({"name": placeholder_name(expr, taken), "kind": kind_of_expr(expr), "expr": expr})
-
-
-def merge(pieces):
-    """Adjacent literals joined; adjacent placeholders become one (nothing
-    tells where one value ends and the next begins)."""
-    out = []
-    for p in pieces:
-        if isinstance(p, str):
-            if not p:
-                continue
-            if out and isinstance(out[-1], str):
-                out[-1] += p
-            else:
-                out.append(p)
-        elif out and not isinstance(out[-1], str):
-            prev = out[-1]
-            out[-1] = {"name": prev["name"], "kind": None, "expr": prev["expr"] + ", " + p["expr"]}
-        else:
-            out.append(p)
-    return out
 
 
 class Frames:

@@ -14,6 +14,8 @@ pieces, path, line, the enclosing `Class.function`, the guard condition
 import ast
 import re
 
+from pieces import capture_name, merge
+
 WARN_METHODS = {"warning", "warn", "warning_once", "warning_advice"}
 LOGGER_NAMES = re.compile(r"^(?:logger|logging|log|_logger|LOGGER|self\.logger|warnings)$")
 
@@ -29,21 +31,7 @@ def _name(expr, taken):
     words = [w for w in re.findall(r"[A-Za-z_][A-Za-z0-9_]*", expr)
              if w not in ("self", "str", "repr", "len", "type", "format", "join", "f", "cls", "__name__",
                           "__class__", "keys", "items", "values", "list", "tuple", "int", "float")]
-    if not words:
-        base = "value"
-    elif len(words) >= 2 and words[-1] in ("shape", "dtype", "device", "size", "ndim", "dim", "numel"):
-        base = words[-2] + "_" + words[-1]
-    else:
-        base = words[-1]
-    base = re.sub(r"(?<=[a-z0-9])([A-Z])", r"_\1", base).lower().strip("_") or "value"
-    if base[0].isdigit():
-        base = "v_" + base
-    name, k = base, 2
-    while name in taken:
-        name = "%s_%d" % (base, k)
-        k += 1
-    taken.add(name)
-    return name
+    return capture_name(words, ("shape", "dtype", "device", "size", "ndim", "dim", "numel"), taken)
 
 
 def _kind(expr):
@@ -178,23 +166,6 @@ class Messages:
             a, b = self.text_of(node.left), self.text_of(node.right)
             return a + b if a is not None and b is not None else None
         return None
-
-
-def merge(pieces):
-    out = []
-    for p in pieces:
-        if isinstance(p, str):
-            if not p:
-                continue
-            if out and isinstance(out[-1], str):
-                out[-1] += p
-            else:
-                out.append(p)
-        elif out and not isinstance(out[-1], str):
-            out[-1] = {"name": out[-1]["name"], "kind": None, "expr": out[-1]["expr"] + ", " + p["expr"]}
-        else:
-            out.append(p)
-    return out
 
 
 def local_assigns(fn):
