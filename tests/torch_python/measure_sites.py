@@ -6,7 +6,7 @@ line (`source` or `also_at`).
     tests/torch_python/measure_sites.py TORCH_SOURCE_DIR [--json]
 
 TORCH_SOURCE_DIR is what scripts/fetch-torch-source.sh prints; the Python
-sites are read from the installed python3-torch. Same file selection as
+sites are read from the installed python3-torch (--python-root). Same file selection as
 tools/extract/regenerate-torch.sh.
 """
 
@@ -56,6 +56,8 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("source")
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--python-root", default="/usr/lib/python3/dist-packages",
+                    help="where python3-torch installs the torch package")
     a = ap.parse_args()
     ex.EXCLUDE[:] = CPP_EXCLUDE
     sites = []
@@ -64,8 +66,7 @@ def main():
             sites += [(s.path, s.line, s.severity) for s in cpp_frontend.scan(text, rel)]
         except cpp_frontend.LexError:
             pass
-    import torch  # noqa: F401  (only to find the installed package)
-    py_root = os.path.dirname(os.path.dirname(sys.modules["torch"].__file__))
+    py_root = a.python_root
     ex.EXCLUDE[:] = PY_EXCLUDE
     for rel, text in ex.tree_files(py_root, ["torch/*"], (".py",)):
         try:
