@@ -259,7 +259,7 @@ def fold_layers(paths, lint_log=None):
             key = (e.get("severity", "error"), SKELETON.sub("{}", e["template"]))
             if key not in first:
                 first[key] = (k, e)
-            elif first[key][1] is not e and e["id"] not in into:
+            elif first[key][1] is not e and e["id"] not in into and into.get(first[key][1]["id"]) != e["id"]:
                 into[e["id"]] = first[key][1]["id"]
     if lint_log:
         for doc in docs:
