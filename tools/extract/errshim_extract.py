@@ -212,11 +212,26 @@ CAPTURES = re.compile(r"entry '([^']+)': (?:match example expects capture|captur
 
 
 def strip_captures(e):
-    """An entry's examples without the captures they list (what comes back
-    is no longer the rendered value once a capture pattern is relaxed)."""
+    """An entry's examples with the captures they list read again from its
+    template (what comes back changes once a capture pattern is relaxed)."""
+    pats = e.get("capture_patterns") or {}
+    parts = re.split(r"(?<!\{)\{([A-Za-z_][A-Za-z0-9_]*)\}", e["template"])
+    rx, seen = [], set()
+    for k, part in enumerate(parts):
+        if k % 2 == 0:
+            rx.append(re.escape(part.replace("{{", "{").replace("}}", "}").replace("%%", "%")))
+        elif part in seen:
+            rx.append("(?P=%s)" % part)
+        else:
+            seen.add(part)
+            rx.append("(?P<%s>%s)" % (part, pats.get(part) or ("[^\n]+" if k == len(parts) - 2 and not parts[-1]
+                                                                  else "[^\n]+?")))
     for ex in e.get("examples", {}).get("match", []):
         if isinstance(ex, dict):
             ex.pop("captures", None)
+            m = re.search("".join(rx), ex["text"])
+            if m and m.groupdict():
+                ex["captures"] = m.groupdict()
 
 
 SKELETON = re.compile(r"(?<!\{)\{[A-Za-z_][A-Za-z0-9_]*\}")
