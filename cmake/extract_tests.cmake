@@ -36,3 +36,20 @@ add_test(NAME extract.generated_layers_lint_with_curated
          COMMAND errshim_cli lint ${PROJECT_SOURCE_DIR}/patterns/ ${PROJECT_SOURCE_DIR}/patterns/generated/)
 set_tests_properties(extract.generated_layers_lint extract.generated_layers_lint_with_curated
                      PROPERTIES LABELS extract)
+
+# With the torch layers (some 14,000 generated entries) the two runs above
+# check each example against all of them: minutes, not seconds.
+set_tests_properties(extract.generated_layers_lint extract.generated_layers_lint_with_curated
+                     PROPERTIES TIMEOUT 1500)
+
+# Real errors provoked through Debian's python3-torch (/usr/bin/python3),
+# as Python shows them and with TORCH_SHOW_CPP_STACKTRACES=1: at least 60
+# distinct ones, and a share >= 0.9 claimed at the file that raised them
+# with the torch layers loaded. Skipped (77) without torch.
+if(Python3_Interpreter_FOUND AND _errshim_no_pyyaml EQUAL 0)
+  add_test(NAME extract.torch_real_errors_claimed_at_raise_file
+           COMMAND ${Python3_EXECUTABLE} ${PROJECT_SOURCE_DIR}/tests/torch_python/claims_test.py
+                   --errshim $<TARGET_FILE:errshim_cli> --min-share 0.9 --min-distinct 60)
+  set_tests_properties(extract.torch_real_errors_claimed_at_raise_file PROPERTIES
+    LABELS "extract;torch" SKIP_RETURN_CODE 77 TIMEOUT 900 ENVIRONMENT "PYTHONDONTWRITEBYTECODE=1")
+endif()

@@ -7,6 +7,7 @@ the facts (where, under what condition, what the captures are); no upstream
 prose is copied.
 """
 
+import keyword
 import re
 
 import rust_frontend
@@ -29,7 +30,40 @@ FORM_WORDS = {
                   "prints and errshim reads back",
     "debug": "the derived Debug form of an error enum variant (what `{:?}`, `unwrap()` and a `main` "
              "returning `Result` print)",
+    # C++ (cpp_frontend.py)
+    "torch_check": "a `TORCH_CHECK` (a c10::Error, RuntimeError in Python)",
+    "torch_check_value": "a `TORCH_CHECK_VALUE` (ValueError in Python)",
+    "torch_check_index": "a `TORCH_CHECK_INDEX` (IndexError in Python)",
+    "torch_check_type": "a `TORCH_CHECK_TYPE` (TypeError in Python)",
+    "torch_check_not_implemented": "a `TORCH_CHECK_NOT_IMPLEMENTED` (NotImplementedError in Python)",
+    "torch_check_linalg": "a `TORCH_CHECK_LINALG` (torch.linalg.LinAlgError in Python)",
+    "torch_internal_assert": "a `TORCH_INTERNAL_ASSERT` (an internal invariant of torch)",
+    "torch_internal_assert_debug_only": "a `TORCH_INTERNAL_ASSERT_DEBUG_ONLY` (checked in debug builds only)",
+    "at_error": "an `AT_ERROR` (a c10::Error, RuntimeError in Python)",
+    "c10_throw_error": "a `C10_THROW_ERROR`",
+    "torch_warn": "a `TORCH_WARN` (a UserWarning in Python, with torch's `Triggered internally at` location)",
+    "torch_warn_once": "a `TORCH_WARN_ONCE` (a UserWarning in Python, given once per process)",
+    "caffe_enforce": "a `CAFFE_ENFORCE` (its message starts with `[enforce fail at FILE:LINE]`)",
+    "throw": "a plain C++ `throw` of a standard exception (torch prints no `Exception raised from` "
+             "location for it)",
+    "dispatch": "the default case of an `AT_DISPATCH_*` type switch, reached for a dtype the kernel is not "
+                "compiled for",
+    # Python (python_frontend.py)
+    "raise": "a `raise`",
+    "assert": "an `assert` with a message (AssertionError)",
+    "warnings_warn": "a `warnings.warn`",
+    "logger_warning": "a `logger.warning`",
+    "logger_warn": "a `logger.warn`",
+    "logger_warning_once": "a `logger.warning_once` (logged once per process)",
+    "logger_warning_advice": "a `logger.warning_advice`",
 }
+
+# Capture shapes of what torch prints: `torch.Size([2, 3])`, `torch.float16`
+# (Python), ScalarType names `Half`, `BFloat16` (C++, under "dtype").
+rt.TYPE_PATTERNS.setdefault("torch_size", r"torch\.Size\(\[[0-9, ]*\]\)")
+rt.TYPE_PATTERNS.setdefault("torch_dtype", r"torch\.[a-z0-9]+")
+rt.SAMPLES.setdefault("torch_size", ["torch.Size([2, 3])", "torch.Size([1, 4, 8])"])
+rt.SAMPLES.setdefault("torch_dtype", ["torch.float16", "torch.bfloat16"])
 PANIC_PREFIX = {"unimplemented": "not implemented: ", "todo": "not yet implemented: ",
                 "unreachable": "internal error: entered unreachable code: ", "panic": "", "expect": ""}
 
@@ -62,7 +96,8 @@ KIND_RULES = [
 
 def kind_of(text, form):
     t = text.lower()
-    if form in ("panic", "unreachable", "expect") or t.startswith("internal error"):
+    if form in ("panic", "unreachable", "expect", "torch_internal_assert", "torch_internal_assert_debug_only") \
+            or t.startswith("internal error") or "internal assert failed" in t:
         return "internal"
     if form in ("unimplemented", "todo"):
         return "unsupported-feature"
@@ -411,6 +446,59 @@ def collect(versions):
     return [messages[k] for k in sorted(messages, key=lambda k: (messages[k].text, k[0]))]
 
 
+def pieces_template(pieces):
+    """(template text, Template) of a front end's message pieces: literal
+    text, and {"name", "kind"} placeholders (C++ and Python sites)."""
+    tp, kinds, text = [], {}, []
+    for p in pieces:
+        if isinstance(p, str):
+            tp.append(p)
+            text.append(rt.escape_literal(p))
+        else:
+            # errshim reads `{from}` as an expression whose keywords name nothing
+            name = p["name"] + "_value" if keyword.iskeyword(p["name"]) else p["name"]
+            tp.append({"name": name, "debug": False, "pretty": False})
+            kinds[name] = p.get("kind")
+            text.append("{%s}" % name)
+    return "".join(text), rt.Template(tp, [], kinds)
+
+
+def collect_pieces(versions):
+    """collect() for front ends whose sites carry message pieces (C++,
+    Python): one Message per distinct (severity, template)."""
+    messages = {}
+    for label, commit, facts in versions:
+        for s in facts["sites"]:
+            pieces = list(s["pieces"])
+            # errshim reads a message without its surrounding blanks
+            if pieces and isinstance(pieces[-1], str):
+                pieces[-1] = pieces[-1].rstrip()
+            if pieces and isinstance(pieces[0], str):
+                pieces[0] = pieces[0].lstrip()
+            pieces = [p for p in pieces if p != ""]
+            if not pieces:
+                continue
+            text, tmpl = pieces_template(pieces)
+            # one message per literal skeleton: two sites that print the same
+            # text around their values are one error, whatever the values' types
+            skeleton = tuple(p if isinstance(p, str) else None for p in pieces)
+            key = (s.get("severity", "error"), skeleton)
+            m = messages.get(key)
+            if m is None:
+                m = messages[key] = Message(key, text, tmpl, s["error_class"], s["form"])
+                m.severity = s.get("severity", "error")
+            else:
+                for mine, theirs in zip(m.tmpl.names(), tmpl.names()):
+                    if m.tmpl.kinds.get(mine) != tmpl.kinds.get(theirs):
+                        m.tmpl.kinds[mine] = None
+            site = {k: v for k, v in s.items() if k != "pieces"}
+            m.add(label, dict(site, commit=commit))
+            for p in s["pieces"]:
+                if not isinstance(p, str):
+                    m.captured_from.setdefault(p["name"], p.get("expr"))
+    return [messages[k] for k in sorted(messages, key=lambda k: (messages[k].text, k[0]))]
+
+
 def site_messages_aligned(sites):
     """site_messages with a None placeholder for sites that give no message."""
     out = []
@@ -490,8 +578,12 @@ def words_for_capture(name, expr):
     return "`%s` is the field of that name" % name
 
 
-def build_entries(messages, order, repo, head_commit, curated=None, library="candle"):
-    """Entries (dicts ready for YAML) and statistics."""
+def build_entries(messages, order, repo, head_commit, curated=None, library="candle", style=None):
+    """Entries (dicts ready for YAML) and statistics. `style` overrides
+    what is candle's by default: "area" (path -> id part), "wrap" (message,
+    Message, primary site -> the message as a user meets it) and "version_key"
+    (the applies_to key)."""
+    style = style or {}
     curated = curated or {"templates": set(), "pins": set()}
     entries = []
     stats = {"messages": len(messages), "free_standing": 0, "generic": 0, "curated": 0, "by_form": {},
@@ -526,7 +618,7 @@ def build_entries(messages, order, repo, head_commit, curated=None, library="can
         if extra and not definition:
             rest = rest + [extra]
         path = primary["path"]
-        area = crate_of(path).replace("candle-", "") or "core"
+        area = style["area"](path) if "area" in style else crate_of(path).replace("candle-", "") or "core"
         base = "%s.%s.%s%s" % (id_prefix, re.sub(r"[^a-z0-9_-]", "-", area), slug(m.text),
                                "-debug" if m.form == "debug" else "")
         eid = rt.unique(base, used_ids, sep="-")
@@ -556,15 +648,20 @@ def build_entries(messages, order, repo, head_commit, curated=None, library="can
             e["also_at"] = also
         e["error_class"] = m.error_class
         e["kind"] = kind_of(m.tmpl.literal_text(), m.form if m.form != "variant" else "bail")
+        if getattr(m, "severity", "error") != "error":
+            e["severity"] = m.severity
         e["priority"] = -1
         e["cause"] = cause_text(m, primary, sites, definition)
         e["trigger"] = trigger_text(m, sites, definition)
         e["remediation"] = [{"text": remediation_text(m, primary, sites, definition)}]
         e["tags"] = ["generated", m.form]
         if rng:
-            e["applies_to"] = {library: rng}
-        # the same message as a user meets it: the cause in an anyhow chain
-        wrapped = "Error: failed to run the model\n\nCaused by:\n    " + ex[0]["text"].replace("\n", "\n    ")
+            e["applies_to"] = {style.get("version_key", library): rng}
+        if "wrap" in style:
+            wrapped = style["wrap"](ex[0]["text"], m, primary)
+        else:
+            # the same message as a user meets it: the cause in an anyhow chain
+            wrapped = "Error: failed to run the model\n\nCaused by:\n    " + ex[0]["text"].replace("\n", "\n    ")
         e["examples"] = {"match": [ex[0], wrapped], "no_match": [ex[1]]}
         e["generated"] = True
         entries.append(e)
