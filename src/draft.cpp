@@ -108,7 +108,22 @@ Draft draft_of(sv message, const DraftOptions& options) {
     root = n.segments.front().text;
     d.error_class = n.segments.front().exception_class;
   }
-  const sv first_line = root.substr(0, root.find('\n'));
+  sv first_line = root.substr(0, root.find('\n'));
+  // A log prefix normalize() does not know ("cache - OSError: ...") stays
+  // before the class; fingerprint() finds such a class, and the template
+  // starts after it, as it does for a class the wrapper named.
+  if (d.error_class.empty()) {
+    const std::string fp = fingerprint(first_line).text;
+    const std::size_t colon = fp.find(": ");
+    const sv cls = sv(fp).substr(0, colon);
+    const auto ends = [&](sv tail) { return cls.size() > tail.size() && cls.substr(cls.size() - tail.size()) == tail; };
+    const std::size_t at = first_line.find(std::string(cls) + ": ");
+    if (colon != std::string::npos && cls.find(' ') == sv::npos && (ends("Error") || ends("Exception")) &&
+        at != sv::npos) {
+      d.error_class = std::string(cls);
+      first_line.remove_prefix(at + cls.size() + 2);
+    }
+  }
   const Template t = template_of(first_line);
   d.template_text = t.text;
   const std::vector<StatedSite> sites = stated_sites(message);
@@ -162,18 +177,31 @@ void emit(YAML::Emitter& out, const Draft& d) {
   out << YAML::EndMap;
 }
 
+// Each entry is emitted alone and indented under `entries:`, so its note
+// is a comment line of its own above it (the emitter would put it at the
+// end of the previous entry's last line).
 std::string file_of(const std::vector<Draft>& drafts, const std::vector<std::string>& notes) {
-  YAML::Emitter out;
-  out << YAML::Comment("Drafted by errshim draft: write cause, trigger and remediation, check kind, "
-                       "error_class and source, then rename the id");
-  out << YAML::BeginMap << YAML::Key << "schema" << YAML::Value << 1;
-  out << YAML::Key << "entries" << YAML::Value << YAML::BeginSeq;
+  std::string file =
+      "# Drafted by errshim draft: write cause, trigger and remediation, check kind, error_class and source,\n"
+      "# then rename the id.\nschema: 1\nentries:\n";
   for (std::size_t i = 0; i < drafts.size(); ++i) {
-    if (!notes[i].empty()) out << YAML::Comment(notes[i]);
+    if (!notes[i].empty()) file += "  # " + notes[i] + "\n";
+    YAML::Emitter out;
+    out << YAML::BeginSeq;
     emit(out, drafts[i]);
+    out << YAML::EndSeq;
+    // Strings are double-quoted, line breaks in them escaped: every line
+    // break here is the emitter's own.
+    const sv text = out.c_str();
+    for (std::size_t at = 0; at < text.size();) {
+      const std::size_t eol = std::min(text.find('\n', at), text.size());
+      file += "  ";
+      file += text.substr(at, eol - at);
+      file += '\n';
+      at = eol + 1;
+    }
   }
-  out << YAML::EndSeq << YAML::EndMap;
-  return std::string(out.c_str()) + "\n";
+  return file;
 }
 
 // The captures the draft's own template takes from its message, read by
@@ -223,7 +251,7 @@ std::string draft_entries(const std::vector<DraftGroup>& groups, const DraftOpti
     drafts.push_back(std::move(d));
     // The file name comes from the user, the rest are numbers: escaped, a
     // line break in it cannot end the comment.
-    notes.push_back(fmt::format("seen {} times, fingerprint {}, first at {}:{}", g.count, g.fingerprint,
+    notes.push_back(fmt::format("seen {} time{}, fingerprint {}, first at {}:{}", g.count, g.count == 1 ? "" : "s", g.fingerprint,
                                 detail::escape_controls(g.file), g.line));
   }
   return file_of(drafts, notes);

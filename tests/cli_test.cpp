@@ -564,6 +564,10 @@ TEST(Cli, DraftFromScanGivesOneEntryPerFingerprintWithItsCount) {
   for (std::size_t at = r.out.find("- id: draft."); at != std::string::npos; at = r.out.find("- id: draft.", at + 1)) ++ids;
   EXPECT_EQ(ids, 2u) << r.out;
   EXPECT_EQ(cli("draft --from-scan " + log + " some message").code, 2);
+  const CliRun from_stdin = cli("draft -", "ValueError: unsupported sampler 'beam' for 4 beams\n");
+  EXPECT_EQ(from_stdin.code, 0);
+  EXPECT_NE(from_stdin.out.find("template: \"unsupported sampler 'beam' for {num1} beams\""), std::string::npos)
+      << from_stdin.out;
 }
 
 }  // namespace

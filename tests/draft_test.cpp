@@ -111,7 +111,13 @@ TEST(Draft, FromScanDraftsOnePerFingerprintWithCounts) {
   const std::string yaml = errshim::draft_entries(groups);
   const auto catalog = CatalogBuilder().add_yaml(yaml, "drafts.yaml").build();
   ASSERT_EQ(catalog->entries().size(), groups.size()) << yaml;
-  EXPECT_NE(yaml.find("# seen 4 times, fingerprint " + groups[0].fingerprint), std::string::npos) << yaml;
+  // Each count is a comment line of its own, above its entry.
+  EXPECT_NE(yaml.find("\n  # seen 4 times, fingerprint " + groups[0].fingerprint + ", first at " + log + ":3\n  - id: "),
+            std::string::npos) << yaml;
+  EXPECT_NE(yaml.find("\n  # seen 1 time, fingerprint " + groups[4].fingerprint), std::string::npos) << yaml;
+  // A log prefix before the class ("cache - OSError: ") is not in the template.
+  EXPECT_EQ(catalog->entries()[1]->error_class, "OSError");
+  EXPECT_NE(yaml.find("template: \"[Errno {num1}] No space left on device: '{path1}'\""), std::string::npos) << yaml;
   for (std::size_t i = 0; i < groups.size(); ++i) {
     const auto d = catalog->diagnose(groups[i].message);
     ASSERT_TRUE(d) << groups[i].message << "\n" << yaml;
