@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <map>
 #include <set>
+#include <stdexcept>
 
 #include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
@@ -74,6 +75,16 @@ Template template_of(sv line) {
   return t;
 }
 
+// `line` as it is, braces and percent signs doubled.
+Template literal_template(sv line) {
+  Template t;
+  for (const char c : line.substr(0, kMaxTemplateSource)) {
+    if (c == '{' || c == '}' || c == '%') t.text += c;
+    t.text += c;
+  }
+  return t;
+}
+
 std::string slug_of(const std::vector<std::string>& words) {
   std::string out;
   for (std::size_t i = 0; i < words.size() && i < 5; ++i) out += (out.empty() ? "" : "_") + words[i];
@@ -124,7 +135,8 @@ Draft draft_of(sv message, const DraftOptions& options) {
       first_line.remove_prefix(at + cls.size() + 2);
     }
   }
-  const Template t = template_of(first_line);
+  Template t = template_of(first_line);
+  if (t.words.empty()) t = literal_template(first_line);  // all values ("42"): a template of placeholders alone matches anything
   d.template_text = t.text;
   const std::vector<StatedSite> sites = stated_sites(message);
   if (!sites.empty()) {
@@ -218,6 +230,8 @@ void fill_captures(Draft& d) {
 }  // namespace
 
 std::string draft_entry(std::string_view message, const DraftOptions& options) {
+  if (message.find_first_not_of(" \t\r\n") == sv::npos)
+    throw std::invalid_argument("draft_entry: the message is empty: give the error's text");
   Draft d = draft_of(message, options);
   fill_captures(d);
   return file_of({d}, {""});

@@ -1,6 +1,7 @@
 // errshim::draft_entry and draft_entries: skeleton entries for unknown errors.
 #include <gtest/gtest.h>
 
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -73,6 +74,14 @@ TEST(Draft, NamesTheClassIdAndExampleFromTheMessage) {
   const auto catalog = CatalogBuilder().add_yaml(yaml).build();
   ASSERT_EQ(catalog->entries()[0]->match_examples.size(), 1u);
   EXPECT_EQ(catalog->entries()[0]->match_examples[0].text, message);
+}
+
+TEST(Draft, KeepsAMessageOfValuesAloneLiteral) {
+  // Placeholders alone would match any line: the catalog refuses such a template.
+  const std::string yaml = errshim::draft_entry("42");
+  EXPECT_EQ(value_of(yaml, "template: "), "\"42\"") << yaml;
+  EXPECT_TRUE(CatalogBuilder().add_yaml(yaml).build()->diagnose("42"));
+  EXPECT_THROW(errshim::draft_entry(" \n"), std::invalid_argument);
 }
 
 TEST(Draft, LintReportsOnlyTheTodoMarkers) {

@@ -26,7 +26,7 @@ struct DraftOptions {
 };
 
 // A YAML catalog file (schema 1) holding one draft entry for `message`.
-// Throws only std::bad_alloc.
+// Throws std::invalid_argument when `message` is blank.
 std::string draft_entry(std::string_view message, const DraftOptions& options = {});
 
 // The unrecognised errors of a log, one per fingerprint.

@@ -24,7 +24,10 @@ int draft(const DraftOpts& a) {
   errshim::DraftOptions options;
   options.library = a.library;
   if (a.from_scan.empty()) {
-    fmt::print("{}", errshim::draft_entry(message_of(a.words, "draft"), options));
+    const std::string message = message_of(a.words, "draft");
+    if (message.find_first_not_of(" \t\r\n") == std::string::npos)
+      throw usage_error("draft needs the error's text: the MESSAGE given is empty");
+    fmt::print("{}", errshim::draft_entry(message, options));
     return kOk;
   }
   if (!a.words.empty()) throw usage_error("draft takes a MESSAGE or --from-scan FILE, not both");
