@@ -536,4 +536,38 @@ TEST(Cli, FixInteractiveAppliesTheConfirmedStepOnATerminal) {
   EXPECT_NE(r.out.find("max_new_tokens: 512"), std::string::npos) << r.out;
 }
 
+TEST(Cli, DraftWritesAnEntryThatLintRefusesOnlyForItsTodoMarkers) {
+  const CliRun r = cli("draft RuntimeError: shard 3 lost its KV block at 0x7f3a0010");
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("template: \"shard {num1} lost its KV block at {hex1}\""), std::string::npos) << r.out;
+  const std::string f = write_temp("errshim_draft.yaml", r.out);
+  const CliRun lint = cli("lint " + f, "", Stderr::merge);
+  EXPECT_NE(lint.code, 0) << lint.out;
+  EXPECT_NE(lint.out.find("cause holds an authoring note ('TODO')"), std::string::npos) << lint.out;
+  // Every problem line (they name the file) is one of the markers.
+  std::size_t problems = 0;
+  for (std::size_t at = lint.out.find(f + ":"); at != std::string::npos; at = lint.out.find(f + ":", at + 1)) {
+    ++problems;
+    const std::string line = lint.out.substr(at, lint.out.find('\n', at) - at);
+    EXPECT_NE(line.find("holds an authoring note ('TODO')"), std::string::npos) << line;
+  }
+  EXPECT_EQ(problems, 3u) << lint.out;
+}
+
+TEST(Cli, DraftFromScanGivesOneEntryPerFingerprintWithItsCount) {
+  const std::string log = std::string(ERRSHIM_SOURCE_DIR) + "/tests/data/scan/workers.log";
+  const CliRun r = cli("draft --from-scan " + log + " --top 2");
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("# seen 4 times"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("# seen 3 times"), std::string::npos) << r.out;
+  std::size_t ids = 0;
+  for (std::size_t at = r.out.find("- id: draft."); at != std::string::npos; at = r.out.find("- id: draft.", at + 1)) ++ids;
+  EXPECT_EQ(ids, 2u) << r.out;
+  EXPECT_EQ(cli("draft --from-scan " + log + " some message").code, 2);
+  const CliRun from_stdin = cli("draft -", "ValueError: unsupported sampler 'beam' for 4 beams\n");
+  EXPECT_EQ(from_stdin.code, 0);
+  EXPECT_NE(from_stdin.out.find("template: \"unsupported sampler 'beam' for {num1} beams\""), std::string::npos)
+      << from_stdin.out;
+}
+
 }  // namespace

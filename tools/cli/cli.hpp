@@ -84,5 +84,6 @@ Command add_check(CLI::App& root);
 Command add_import(CLI::App& root);
 Command add_scan(CLI::App& root);
 Command add_snapshot(CLI::App& root);
+Command add_draft(CLI::App& root);
 
 }  // namespace errshim_cli
