@@ -24,8 +24,10 @@ py_root=$(/usr/bin/python3 -c 'import os, torch; print(os.path.dirname(os.path.d
 commit=49444c3e546bf240bed24a101e747422d1f8a0ee
 out=$top/patterns/generated
 mkdir -p "$out"
-set -- --curated "$top/patterns/libtorch.yaml" --curated "$top/patterns/torch.yaml" \
-       --curated "$top/patterns/transformers.yaml" --curated "$top/patterns/candle.yaml" \
+# Every hand-written file: their entries win the sites and texts they pin.
+set --
+for f in "$top"/patterns/*.yaml; do set -- "$@" --curated "$f"; done
+set -- "$@" \
        --errshim "$errshim" --repo pytorch/pytorch --commit "$commit" --version 1.13.1 \
        --regen tools/extract/regenerate-torch.sh
 # ATen, c10 and the loader (caffe2/serialize), with the installed headers
