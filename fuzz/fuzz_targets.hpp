@@ -322,7 +322,16 @@ inline void config_fix_one(const std::uint8_t* data, std::size_t size) {
     const bool printable = std::none_of(config_text.begin(), config_text.end(), [](char c) {
       return (static_cast<unsigned char>(c) < 0x20 && c != '\t' && c != '\n' && c != '\r') || c == 0x7f;
     });
-    if (utf8_all && printable && choice.changes.size() == 1 && choice.changes[0].before && choice.changes[0].after &&
+    // A quoted scalar left open on its line (yaml-cpp reads it on to the
+    // next lines, even to the end) is beyond the splice: the emitter writes it.
+    bool quotes_close = true;
+    for (std::size_t at = 0; at < config_text.size() && quotes_close;) {
+      const std::size_t nl = std::min(config_text.find('\n', at), config_text.size());
+      const std::string_view line = config_text.substr(at, nl - at);
+      quotes_close = std::count(line.begin(), line.end(), '"') % 2 == 0 && std::count(line.begin(), line.end(), '\'') % 2 == 0;
+      at = nl + 1;
+    }
+    if (utf8_all && printable && quotes_close && choice.changes.size() == 1 && choice.changes[0].before && choice.changes[0].after &&
         choice.changes[0].before->type != Value::Type::null && choice.changes[0].before->text.find('\n') == std::string::npos &&
         !choice.changes[0].before->text.empty() && config_text.find_first_of("*|>&") == std::string_view::npos) {
       const std::string& old_text = choice.changes[0].before->text;
