@@ -300,8 +300,51 @@ inline void config_fix_one(const std::uint8_t* data, std::size_t size) {
   ConfigTree scratch = config;
   const FixChoice choice = choose_fix(*d, scratch, policy);
   if (config.dump() != before) ERRSHIM_FUZZ_FAIL("choose_fix changed the caller's config");
+  const bool utf8_all = valid_utf8(config_text) && valid_utf8(message);
+  // The checks below read block YAML whose every line is a key, a
+  // list item, a comment or blank: on malformed documents yaml-cpp accepts
+  // (a stray word at the end) the splice may give way to the emitter.
+  bool well_formed = config_text.find('\0') == std::string_view::npos &&
+                     config_text.find("\xEF\xBB\xBF", 1) == std::string_view::npos;
+  for (std::size_t at = 0; at < config_text.size() && well_formed;) {
+    const std::size_t nl = std::min(config_text.find('\n', at), config_text.size());
+    std::string_view line = config_text.substr(at, nl - at);
+    while (!line.empty() && (line.front() == ' ' || line.front() == '\t')) line.remove_prefix(1);
+    while (!line.empty() && (line.back() == '\r' || line.back() == ' ')) line.remove_suffix(1);
+    well_formed = line.empty() || line.front() == '#' || line.front() == '-' || line.front() == '{' ||
+                  line.front() == '[' || line.back() == ':' || line.find(": ") != std::string_view::npos;
+    at = nl + 1;
+  }
+  // yaml-cpp reads invalid UTF-8 as U+FFFD, so its positions are not
+  // bytes; control characters YAML does not allow are left to the emitter.
+  const bool printable = std::none_of(config_text.begin(), config_text.end(), [](char c) {
+    return (static_cast<unsigned char>(c) < 0x20 && c != '\t' && c != '\n' && c != '\r') || c == 0x7f;
+  });
+  // A quoted scalar left open on its line (yaml-cpp reads it on to the
+  // next lines, even to the end) is beyond the splice: the emitter writes it.
+  bool quotes_close = true;
+  for (std::size_t at = 0; at < config_text.size() && quotes_close;) {
+    const std::size_t nl = std::min(config_text.find('\n', at), config_text.size());
+    const std::string_view line = config_text.substr(at, nl - at);
+    quotes_close = std::count(line.begin(), line.end(), '"') % 2 == 0 && std::count(line.begin(), line.end(), '\'') % 2 == 0;
+    at = nl + 1;
+  }
+  const bool plain = utf8_all && well_formed && printable && quotes_close;
+  std::optional<std::string> written;
   if (choice.step) {
-    const std::string out = scratch.dump();
+    try {
+      written = scratch.dump();
+    } catch (const config_error& e) {
+      // Refused: a layout errshim cannot write so that it reads back as
+      // changed. The write-back contract is that, or a text that does; a
+      // plain config is always written.
+      if (plain)
+        ERRSHIM_FUZZ_FAIL("a fixed plain config was not written: " + std::string(e.what()) + "\n--- config:\n" +
+                          std::string(config_text));
+    }
+  }
+  if (written) {
+    const std::string& out = *written;
     std::optional<ConfigTree> again;
     try {
       again = ConfigTree::parse(out, "fixed");
@@ -310,43 +353,13 @@ inline void config_fix_one(const std::uint8_t* data, std::size_t size) {
                         std::string(config_text) + "\n--- fixed:\n" + out);
     }
     // It reads back as the tree the fix made, not only at the keys it set.
-    bool utf8_all = valid_utf8(config_text) && valid_utf8(message);
-    // Checked on block YAML whose every line is a key, a list item, a
-    // comment or blank: yaml-cpp also accepts malformed documents (a stray
-    // word at the end), whose reading the splice and the emitter need not
-    // reproduce (issue 17 keeps this open).
-    bool well_formed = config_text.find('\0') == std::string_view::npos &&
-                       config_text.find("\xEF\xBB\xBF", 1) == std::string_view::npos;
-    for (std::size_t at = 0; at < config_text.size() && well_formed;) {
-      const std::size_t nl = std::min(config_text.find('\n', at), config_text.size());
-      std::string_view line = config_text.substr(at, nl - at);
-      while (!line.empty() && (line.front() == ' ' || line.front() == '\t')) line.remove_prefix(1);
-      while (!line.empty() && (line.back() == '\r' || line.back() == ' ')) line.remove_suffix(1);
-      well_formed = line.empty() || line.front() == '#' || line.front() == '-' || line.front() == '{' ||
-                    line.front() == '[' || line.back() == ':' || line.find(": ") != std::string_view::npos;
-      at = nl + 1;
-    }
-    if (utf8_all && well_formed && !again->same_values(scratch))
+    if (!again->same_values(scratch))
       ERRSHIM_FUZZ_FAIL("a fixed config does not read back as the fixed tree\n--- config:\n" + std::string(config_text) +
                         "\n--- fixed:\n" + out);
     // One scalar changed in place: the bytes around it are the original's,
     // so what differs lies on one line (checked where the old value's text
-    // is written once, on one line, and no alias or block scalar is near;
-    // yaml-cpp reads invalid UTF-8 as U+FFFD, so its positions are not bytes;
-    // control characters YAML does not allow are left to the emitter too).
-    const bool printable = std::none_of(config_text.begin(), config_text.end(), [](char c) {
-      return (static_cast<unsigned char>(c) < 0x20 && c != '\t' && c != '\n' && c != '\r') || c == 0x7f;
-    });
-    // A quoted scalar left open on its line (yaml-cpp reads it on to the
-    // next lines, even to the end) is beyond the splice: the emitter writes it.
-    bool quotes_close = true;
-    for (std::size_t at = 0; at < config_text.size() && quotes_close;) {
-      const std::size_t nl = std::min(config_text.find('\n', at), config_text.size());
-      const std::string_view line = config_text.substr(at, nl - at);
-      quotes_close = std::count(line.begin(), line.end(), '"') % 2 == 0 && std::count(line.begin(), line.end(), '\'') % 2 == 0;
-      at = nl + 1;
-    }
-    if (utf8_all && well_formed && printable && quotes_close && choice.changes.size() == 1 && choice.changes[0].before && choice.changes[0].after &&
+    // is written once, on one line, and no alias or block scalar is near).
+    if (plain && choice.changes.size() == 1 && choice.changes[0].before && choice.changes[0].after &&
         choice.changes[0].before->type != Value::Type::null && choice.changes[0].before->text.find('\n') == std::string::npos &&
         !choice.changes[0].before->text.empty() && config_text.find_first_of("*|>&") == std::string_view::npos) {
       const std::string& old_text = choice.changes[0].before->text;

@@ -6,7 +6,8 @@
 // trailing newline stay. Only when a spliced text would not read back as the
 // tree (a layout the scanners do not know) is the document written whole by
 // the emitter, which keeps keys, their order, scalar spellings and quoting
-// where it decides the type, and loses the rest.
+// where it decides the type, and loses the rest; what neither writes so
+// that it reads back as the tree is refused (config_error), never written.
 // JSON is written by write_json() below, not by yaml-cpp's emitter, which
 // does not produce strict JSON.
 //
@@ -1449,7 +1450,20 @@ std::optional<std::string> ConfigTree::Impl::splice() const {
 
 std::string ConfigTree::dump() const {
   if (auto spliced = impl_->splice()) return std::move(*spliced);
-  return impl_->emit();
+  std::string out = impl_->emit();
+  // What is written must read as this tree: yaml-cpp accepts some malformed
+  // documents (a quote left open, a stray word) whose reading neither the
+  // splice nor the emitter reproduces, and a file that now means something
+  // else is worse than a refused write.
+  try {
+    const ConfigTree again = ConfigTree::parse(out, impl_->name);
+    if (same_tree(again.impl_->root, impl_->root, impl_->format)) return out;
+  } catch (const config_error&) {
+  }
+  throw config_error(fmt::format(
+      "{}: cannot write the changed config so that it reads back as changed (its layout is one errshim does not "
+      "reproduce); nothing was written: make the change by hand, or rewrite the file as plain block YAML or JSON",
+      impl_->name));
 }
 
 ConfigKind ConfigTree::kind() const { return impl_->kind; }

@@ -491,6 +491,21 @@ TEST(Cli, FixInPlaceWritesTheFileAndKeepsABackup) {
   std::filesystem::remove(f + ".orig");
 }
 
+// A config yaml-cpp reads but errshim cannot write back so that it reads
+// the same (a fuzz finding: stray bytes after the last key): the fix is
+// refused with the reason, the file keeps every byte, nothing says applied.
+TEST(Cli, FixOfAConfigThatCannotBeWrittenBackLeavesTheFile) {
+  const std::string given = read_file(std::string(ERRSHIM_SOURCE_DIR) + "/tests/data/config_unwritable.yaml");
+  const std::string f = temp_path("errshim_fix_unwritable.yaml");
+  std::ofstream(f, std::ios::binary) << given;
+  const CliRun r = cli("fix --in-place --config " + f + " kv_cache_enabled=true is not supported", "", Stderr::merge);
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.out.find("nothing was written"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("applied"), std::string::npos) << r.out;
+  EXPECT_EQ(read_file(f), given);
+  std::filesystem::remove(f);
+}
+
 TEST(Cli, FixStepChoosesTheStepByItsIndex) {
   const std::string f = write_temp("errshim_fix_step.yaml", "max_seq_len: 4096\nmax_new_tokens: 1024\n");
   const std::string base = "fix --config " + f + " --catalog " + kGolden + " ";

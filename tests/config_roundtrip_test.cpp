@@ -5,6 +5,9 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <optional>
+#include <regex>
+#include <set>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -158,6 +161,61 @@ TEST(ConfigRoundTrip, AByteOrderMarkStaysAndTheEditLandsInPlace) {
   ConfigTree t = ConfigTree::parse(in);
   t.set({"b"}, s("y"));
   EXPECT_EQ(t.dump(), "\xEF\xBB\xBF{\"a\": 1, \"b\": \"y\"}\n");
+}
+
+// Every config the fuzzers ever kept (their seeds, and the malformed inputs
+// yaml-cpp accepts anyway: a quote left open, a stray word, NUL bytes), with
+// each scalar changed in turn: dump() writes a text that reads back as the
+// changed tree, or refuses with config_error. Never a file that now means
+// something else.
+TEST(ConfigRoundTrip, DumpWritesWhatReadsBackAsTheTreeOrRefuses) {
+  std::size_t configs = 0, edits = 0;
+  for (const char* dir : {"tests/data/fuzz-regressions/config_fix", "fuzz/corpus/config_fix"}) {
+    std::error_code ec;
+    for (const auto& de : fs::directory_iterator(fs::path(ERRSHIM_SOURCE_DIR) / dir, ec)) {
+      const std::string data = read(de.path());
+      const std::size_t nul = data.find('\0');
+      const std::string text = nul == std::string::npos ? data : data.substr(nul + 1);
+      std::optional<ConfigTree> parsed;
+      try {
+        parsed = ConfigTree::parse(text, de.path().filename().string());
+      } catch (const config_error&) {
+        continue;
+      }
+      ++configs;
+      // The scalars under every word of the text that is written as a key.
+      std::vector<KeyPath> leaves;
+      const std::regex key_like("([A-Za-z_][A-Za-z0-9_]*)\"?:");
+      std::set<std::string> words;
+      for (auto it = std::sregex_iterator(text.begin(), text.end(), key_like); it != std::sregex_iterator(); ++it)
+        words.insert((*it)[1].str());
+      for (const std::string& w : words)
+        for (const KeyPath& at : parsed->find(w)) {
+          const std::optional<Value> v = parsed->get(at);
+          if (v && v->type != Value::Type::null) leaves.push_back(at);
+        }
+      for (const KeyPath& leaf : leaves) {
+        ConfigTree t = *parsed;
+        t.set(leaf, s("changed by the test"));
+        ++edits;
+        std::string out;
+        try {
+          out = t.dump();
+        } catch (const config_error& e) {
+          EXPECT_NE(std::string(e.what()).find("nothing was written"), std::string::npos) << e.what();
+          continue;
+        }
+        try {
+          EXPECT_TRUE(ConfigTree::parse(out, "again").same_values(t))
+              << de.path() << " at " << to_string(leaf) << " wrote:\n" << out;
+        } catch (const config_error& e) {
+          ADD_FAILURE() << de.path() << " at " << to_string(leaf) << ": " << e.what() << "\nwrote:\n" << out;
+        }
+      }
+    }
+  }
+  EXPECT_GT(configs, 10u);
+  EXPECT_GT(edits, 50u);
 }
 
 }  // namespace

@@ -91,7 +91,8 @@ class ConfigTree final : public ConfigAccess {
   // line ends and the trailing newline stay as written. A changed scalar
   // keeps its quoting where the new value allows it; a created key is
   // written in the style of its siblings; an alias to a node that changed is
-  // written out in full in its place.
+  // written out in full in its place. What is returned reads back as this
+  // tree; a config errshim cannot write so throws config_error instead.
   std::string dump() const;
   // The kind, from the file name (`config.json`, `generation_config.json`)
   // or the content (`model_type`/`architectures`, `_from_model_config`);

@@ -206,13 +206,15 @@ Command add_fix(CLI::App& root) {
                          wanted ? fmt::format("step {} is not", *wanted) : std::string("no fix is"));
               return kNoMatch;
             }
+            // Written first: a config errshim cannot write back (config_error)
+            // fails here, before anything says the step was applied.
+            const std::string after = scratch.dump();
             const auto& step = d->entry->remediation[*choice.step];
             fmt::print(stderr, "errshim: {}: {} step {} ({}): {}\n", d->id(), o->dry_run ? "would apply" : "applied",
                        *choice.step, errshim::to_string(step.fix->safety), errshim::first_sentence(step.text));
             for (const auto& c : choice.changes)
               if (!c.before) fmt::print(stderr, "errshim: warning: created key '{}', which {} did not have\n",
                                         errshim::to_string(c.path), o->config);
-            const std::string after = scratch.dump();
             if (o->diff) print_diff(o->config, after);
             if (o->dry_run) {
               if (!o->diff) fmt::print("{}", changes_text(choice.changes));
