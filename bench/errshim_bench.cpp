@@ -28,6 +28,11 @@
 //    call (median_cpu_ms, max_cpu_ms: thread CPU time) and the regex steps
 //    spent against the budget;
 //    runaway_user adds a user entry that backtracks exponentially on them.
+//  bounds/<case>: the hostile inputs of tests/bounds_test.cpp (a 50 MiB
+//    message, a 50 MiB log, 8 MiB of random bytes, a traceback of 100,000
+//    frames, a Caused-by chain of 100,000 links) through match() on the
+//    embedded catalog, per call (median_cpu_ms, thread CPU time), beside a
+//    short known message in the same rounds (short_cpu_us) and their ratio.
 //  scale/errshim/<N>/<size>/<case>: N = 100 and the largest N measured in
 //    one interleaved run (robust to the machine's load changing), ratio.
 #include <benchmark/benchmark.h>
@@ -651,6 +656,73 @@ void shipped(benchmark::State& state) {
   state.counters["entries"] = static_cast<double>(catalog->size());
 }
 
+// The inputs bounds_test.cpp checks for bounded work, timed here rather than
+// there (a unit test asserts no time): each round matches the hostile input
+// and a short known message, so the ratio holds on a loaded machine.
+std::string bounds_input(const std::string& name, const std::string& known) {
+  std::string s;
+  if (name == "message_50mib") {
+    s = "Error: " + known + "\nq = tensor([";
+    while (s.size() < (50u << 20)) s += "0.1234, -5.6789, ";
+    s += "])\n";
+  } else if (name == "log_50mib") {
+    for (int i = 0; s.size() < (50u << 20); ++i) s += "2024-05-01 12:00:00 INFO [worker-1] step " + std::to_string(i) + " ok\n";
+    s += "2024-05-01 12:00:01 ERROR [worker-1] " + known + "\n";
+  } else if (name == "random_bytes_8mib") {
+    std::uint64_t x = 20240501;
+    s.resize(8u << 20);
+    for (char& c : s) {
+      x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+      c = static_cast<char>(x >> 56);
+    }
+  } else if (name == "traceback_100k_frames") {
+    s = "Traceback (most recent call last):\n";
+    for (int i = 0; i < 100000; ++i)
+      s += "  File \"/srv/app/layers.py\", line " + std::to_string(i + 1) + ", in forward\n    return self.block(x)\n";
+    s += "RuntimeError: " + known + "\n";
+  } else {  // caused_by_100k_links
+    s = "Error: outermost\n\nCaused by:\n";
+    for (int i = 0; i < 100000; ++i) s += "    " + std::to_string(i) + ": layer " + std::to_string(i) + " failed\n";
+    s += "    100000: " + known + "\n";
+  }
+  return s;
+}
+
+void bounds(benchmark::State& state, const std::string& name) {
+  const errshim::CatalogPtr catalog = errshim::Catalog::embedded();
+  const errshim::Entry* e = catalog->find("candle.sdpa.unsupported_head_dim");
+  if (!e || e->match_examples.empty()) {
+    state.SkipWithError("no known message");
+    return;
+  }
+  const std::string known = e->match_examples.front().text;
+  const std::string input = bounds_input(name, known);
+  auto cpu_ms = [] {
+    timespec t{};
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+    return static_cast<double>(t.tv_sec) * 1e3 + static_cast<double>(t.tv_nsec) / 1e6;
+  };
+  (void)catalog->match(input);
+  std::vector<double> hostile, short_ms;
+  for (auto _ : state) {
+    double t0 = cpu_ms();
+    benchmark::DoNotOptimize(catalog->match(input));
+    hostile.push_back(cpu_ms() - t0);
+    t0 = cpu_ms();
+    for (int i = 0; i < 100; ++i) benchmark::DoNotOptimize(catalog->match(known));
+    short_ms.push_back((cpu_ms() - t0) / 100);
+  }
+  auto median = [](std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return v.empty() ? 0.0 : v[v.size() / 2];
+  };
+  const double h = median(hostile), k = median(short_ms);
+  state.counters["median_cpu_ms"] = h;
+  state.counters["short_cpu_us"] = k * 1e3;
+  state.counters["ratio"] = k > 0 ? h / k : 0;
+  state.counters["bytes"] = static_cast<double>(input.size());
+}
+
 // A mebibyte of near misses of the shipped entries that backtracked worst
 // (issue 13): the first literal, the middle ones repeated, the last left
 // out, as the 16 KiB links of a Rust "Caused by:" chain (numbered, as
@@ -764,6 +836,10 @@ void register_all() {
                                  adversarial, runaway)
         ->Unit(benchmark::kMillisecond)
         ->MinTime(min_time);
+  for (const char* name : {"message_50mib", "log_50mib", "random_bytes_8mib", "traceback_100k_frames", "caused_by_100k_links"})
+    benchmark::RegisterBenchmark((std::string("bounds/") + name).c_str(), bounds, std::string(name))
+        ->Unit(benchmark::kMillisecond)
+        ->Iterations(g_quick ? 3 : 10);
   const std::size_t big = g_quick ? 10000 : 100000;
   if (std::find(g_sizes.begin(), g_sizes.end(), big) != g_sizes.end()) {
     for (const char* size : {"short", "medium", "long"})

@@ -172,8 +172,8 @@ bool is_snapshot(const std::filesystem::path& p) {
 bool read_file(const std::filesystem::path& p, std::string& out) {
   std::ifstream in(p, std::ios::binary);
   if (!in) return false;
-  // A regular file is read in one piece at its size (a 100 MB snapshot
-  // through a stringstream cost ~0.2 s of copies); anything else, or a file
+  // A regular file is read in one piece at its size (a large snapshot
+  // through a stringstream is copied twice over); anything else, or a file
   // that changes size meanwhile, as a stream to its end.
   std::error_code ec;
   const auto size = std::filesystem::is_regular_file(p, ec) ? std::filesystem::file_size(p, ec) : 0;

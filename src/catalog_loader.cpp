@@ -24,6 +24,7 @@
 #include "fix_values.hpp"
 #include "template.hpp"
 #include "vocabulary.hpp"
+#include "yaml_scalar.hpp"
 
 namespace errshim::detail {
 namespace {
@@ -364,19 +365,11 @@ class Reader {
   std::string entry_;
 };
 
-// A plain YAML scalar resolves like YAML 1.2's core schema; a quoted one is
-// always a string, so `"false"` stays text.
+// A plain YAML scalar resolves by the core schema (yaml_scalar.hpp); a
+// quoted one is always a string, so `"false"` stays text.
 Value to_value(Node node) {
-  const std::string& s = node.scalar();
-  if (node.non_specific()) return {Value::Type::string, s};
-  if (s.empty() || s == "~" || s == "null" || s == "Null" || s == "NULL") return {Value::Type::null, ""};
-  if (s == "true" || s == "True" || s == "TRUE") return {Value::Type::boolean, "true"};
-  if (s == "false" || s == "False" || s == "FALSE") return {Value::Type::boolean, "false"};
-  static const boost::regex int_re(R"([-+]?[0-9]+)");
-  static const boost::regex num_re(R"([-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?)");
-  if (boost::regex_match(s, int_re)) return {Value::Type::integer, s};
-  if (boost::regex_match(s, num_re)) return {Value::Type::number, s};
-  return {Value::Type::string, s};
+  if (node.non_specific()) return {Value::Type::string, node.scalar()};
+  return detail::resolve_plain(node.scalar());
 }
 
 std::vector<std::pair<std::string, Value>> read_assignments(Reader& r, Node node, std::string_view what) {

@@ -34,6 +34,7 @@
 #include "errshim/config.hpp"
 #include "chars.hpp"
 #include "utf8.hpp"
+#include "yaml_scalar.hpp"
 
 namespace errshim {
 
@@ -114,31 +115,12 @@ class Scan {
   std::size_t i_ = 0;
 };
 
+using detail::core_false;
+using detail::core_float;
+using detail::core_int;
+using detail::core_true;
 using detail::is_digit;
-
-// YAML 1.2 core schema int and float, as catalog_loader.cpp reads the
-// catalog, so a config value and a catalog value compare alike.
-bool core_int(std::string_view s) {
-  Scan c(s);
-  c.eat_any("+-");
-  return c.digits() > 0 && c.done();
-}
-
-bool core_float(std::string_view s) {
-  Scan c(s);
-  c.eat_any("+-");
-  if (c.eat('.')) {
-    if (c.digits() == 0) return false;
-  } else {
-    if (c.digits() == 0) return false;
-    if (c.eat('.')) c.digits();
-  }
-  if (c.eat_any("eE")) {
-    c.eat_any("+-");
-    if (c.digits() == 0) return false;
-  }
-  return c.done();
-}
+using detail::plain_would_retype;
 
 bool json_number(std::string_view s) {
   Scan c(s);
@@ -156,26 +138,6 @@ bool one_of(std::string_view s, std::initializer_list<std::string_view> words) {
   for (std::string_view w : words)
     if (s == w) return true;
   return false;
-}
-
-bool core_true(std::string_view s) { return one_of(s, {"true", "True", "TRUE"}); }
-bool core_false(std::string_view s) { return one_of(s, {"false", "False", "FALSE"}); }
-
-// Whether some YAML reader (1.1 like PyYAML, or 1.2 like serde_yaml) would
-// take this plain scalar for something other than a string. Errs towards
-// yes: quoting a string needlessly never changes what it means.
-bool plain_would_retype(std::string_view s) {
-  if (s.empty()) return true;
-  if (one_of(s, {"~", "null", "Null", "NULL", "y", "Y", "yes", "Yes", "YES", "n", "N", "no", "No", "NO", "true",
-                 "True", "TRUE", "false", "False", "FALSE", "on", "On", "ON", "off", "Off", "OFF", "=", "<<"}))
-    return true;
-  std::string_view body = s;
-  if (body.front() == '+' || body.front() == '-') body.remove_prefix(1);
-  if (one_of(body, {".inf", ".Inf", ".INF", ".nan", ".NaN", ".NAN"})) return true;
-  // Numbers in every base and with `_`, sexagesimals, and timestamps all
-  // start with a digit (or `.digit`) and use only these characters.
-  const bool numeric_start = !body.empty() && (is_digit(body[0]) || (body[0] == '.' && body.size() > 1 && is_digit(body[1])));
-  return numeric_start && body.find_first_not_of("0123456789abcdefABCDEFoOxXtTzZ_.:+- ") == std::string_view::npos;
 }
 
 // Where the first C0 control character or DEL is, or npos.
@@ -205,12 +167,12 @@ Value to_value(const YAML::Node& n, ConfigTree::Format format) {
   }
   const std::string& s = n.Scalar();
   if (quoted(n)) return {Value::Type::string, s};
-  if (core_true(s)) return {Value::Type::boolean, "true"};
-  if (core_false(s)) return {Value::Type::boolean, "false"};
-  if (core_int(s)) return {Value::Type::integer, s};
-  if (core_float(s)) return {Value::Type::number, s};
   if (format == ConfigTree::Format::json && one_of(s, {"NaN", "Infinity", "-Infinity"})) return {Value::Type::number, s};
-  return {Value::Type::string, s};
+  // yaml-cpp gives a plain null its own node type, so what reaches here is
+  // never null; the rule is the catalog's.
+  Value v = detail::resolve_plain(s);
+  if (v.type == Value::Type::null) v = {Value::Type::string, s};
+  return v;
 }
 
 // ---- parsing ---------------------------------------------------------------------

@@ -2,9 +2,9 @@
 // host gets from Catalog::embedded() with no files at run time.
 //
 // A normal build embeds a snapshot of it, written at build time by
-// cmake/embed_snapshot.cpp after the catalog built without a problem: the
-// shipped catalog's YAML takes ~100 ms to parse, its snapshot ~3 ms, and
-// every host process and CLI call pays that load once. The snapshot writer
+// cmake/embed_snapshot.cpp after the catalog built without a problem: a
+// snapshot loads many times faster than the YAML parses (README,
+// "Performance"), and every host process and CLI call pays that load once. The snapshot writer
 // itself, fuzz builds and cross builds (which cannot run the writer) embed
 // the YAML files and parse them.
 #pragma once

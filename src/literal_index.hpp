@@ -20,8 +20,8 @@
 //    hundreds of keys and occurs all over the log text around an error.
 // Why not Aho-Corasick: a dense automaton over 100,000 keys needs hundreds
 // of MB, a sparse one costs several ns per byte along a chain of dependent
-// loads; this index is a few MB and scans log text at under 1 ns per byte
-// (bench/README.md).
+// loads; this index is small and scans log text with one probe per
+// position (figures in bench/README.md).
 //
 // The caller chooses anchors well by passing `gram_weight`: an estimate of
 // how common each window is, so a key is found by its rarest stretch.

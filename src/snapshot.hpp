@@ -1,6 +1,6 @@
 // Catalog snapshots: a built catalog's entries in a binary form that loads
-// without YAML. yaml-cpp alone reads ~150 ns per byte (~1.3 s for 10,000
-// entries); a snapshot is read at memcpy speed, so loading is the index.
+// without YAML. yaml-cpp's per-byte cost dominates a YAML load; a snapshot
+// is read at copy speed, so loading is the index.
 //
 // A snapshot also holds the catalog's match plan (matcher.hpp: each entry's
 // literal, chosen across the catalog, and its anchor), which is most of the

@@ -4,12 +4,10 @@
 // "no match" and a report; YAML bombs, deep and huge catalog files are
 // refused with a clear message.
 //
-// Times are the CPU time of the calling thread (matching is single-threaded),
-// so a busy machine does not make them flaky; the bound is the one
-// second, scaled for sanitizer and unoptimised builds.
+// No time is asserted here: a hang fails the test by ctest's timeout
+// (tests/CMakeLists.txt), and what these inputs cost is measured in bench/
+// (errshim_bench's bounds/ rows, as ratios to a short message).
 #include <gtest/gtest.h>
-
-#include <time.h>
 
 #include <cstdint>
 #include <filesystem>
@@ -33,21 +31,8 @@
 namespace errshim {
 namespace {
 
-#if defined(ERRSHIM_BOUNDS_SANITIZED)
-constexpr double kSlowdown = 10;  // ASan/TSan instrument every access; memory is not measured
-#elif !defined(NDEBUG) && !defined(__OPTIMIZE__)
-constexpr double kSlowdown = 4;
-#else
-constexpr double kSlowdown = 1;
-#endif
-constexpr double kSecondsBound = 1.0 * kSlowdown;
+// Not measured under ASan/TSan, whose shadow memory makes RSS growth meaningless.
 constexpr long kMemoryBoundKiB = 64 * 1024;  // growth of peak RSS while one message is handled
-
-double thread_cpu_seconds() {
-  timespec ts{};
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) / 1e9;
-}
 
 long status_kib(const std::string& field) {
   std::ifstream in("/proc/self/status");
@@ -72,17 +57,11 @@ long peak_growth_kib(F&& f) {
   return reset && rss >= 0 && hwm >= 0 ? hwm - rss : -1;
 }
 
-// Matches `message` on `catalog`: within the time bound, within the memory
-// bound, and the same answer from diagnose(). Returns the result.
+// Matches `message` on `catalog`: within the memory bound, and the same
+// answer from diagnose(). Returns the result.
 MatchResult bounded_match(const std::string& message, const Catalog& catalog = *Catalog::embedded()) {
   MatchResult r;
-  double cpu = 0;
-  const long growth = peak_growth_kib([&] {
-    const double start = thread_cpu_seconds();
-    r = catalog.match(message);
-    cpu = thread_cpu_seconds() - start;
-  });
-  EXPECT_LT(cpu, kSecondsBound) << message.size() << "-byte message";
+  const long growth = peak_growth_kib([&] { r = catalog.match(message); });
 #if !defined(ERRSHIM_BOUNDS_SANITIZED)
   if (growth >= 0) {
     EXPECT_LT(growth, kMemoryBoundKiB) << message.size() << "-byte message";
@@ -311,15 +290,13 @@ TEST(Bounds, ACatastrophicPatternIsNoMatchPlusAReportAndTheHostKeepsWorking) {
 
 // ------------------------------------------------------------ YAML
 
-std::vector<Problem> problems_of(const std::string& yaml, double* cpu = nullptr) {
-  const double start = thread_cpu_seconds();
+std::vector<Problem> problems_of(const std::string& yaml) {
   std::vector<Problem> out;
   try {
     testing::catalog_from(yaml, "bomb.yaml");
   } catch (const catalog_error& e) {
     out = e.problems();
   }
-  if (cpu) *cpu = thread_cpu_seconds() - start;
   return out;
 }
 
@@ -331,11 +308,9 @@ TEST(BoundsYaml, ABillionLaughsCatalogIsRefusedAtItsFirstAlias) {
     yaml += "]\n";
   }
   yaml += "entries: [*a9]\n";
-  double cpu = 0;
-  const auto ps = problems_of(yaml, &cpu);
+  const auto ps = problems_of(yaml);
   ASSERT_EQ(ps.size(), 1u) << ps.front().to_string();
   EXPECT_EQ(ps[0].to_string(), "bomb.yaml:3:12: aliases are not allowed in catalog files (write the value out in full)");
-  EXPECT_LT(cpu, kSecondsBound);
 }
 
 TEST(BoundsYaml, AMergeKeyIsAnAliasToo) {
@@ -352,11 +327,9 @@ TEST(BoundsYaml, AnAnchorWithoutAliasesIsHarmlessAndLoads) {
 }
 
 TEST(BoundsYaml, NestingDeeperThanTheLimitIsRefusedWhereItStarts) {
-  double cpu = 0;
-  const auto flow = problems_of("schema: 1\nentries: " + std::string(100000, '[') + std::string(100000, ']') + "\n", &cpu);
+  const auto flow = problems_of("schema: 1\nentries: " + std::string(100000, '[') + std::string(100000, ']') + "\n");
   ASSERT_EQ(flow.size(), 1u);
   EXPECT_EQ(flow[0].to_string(), "bomb.yaml:2:73: nested more than 64 levels deep; catalog files are not");
-  EXPECT_LT(cpu, kSecondsBound);
 
   std::string block = "schema: 1\nentries:\n";
   for (int i = 0; i < 70; ++i) block += std::string(static_cast<std::size_t>(2 * i + 2), ' ') + "k" + std::to_string(i) + ":\n";
@@ -369,27 +342,23 @@ TEST(BoundsYaml, AConfigOfAFlowCollectionAndACommaIsAnErrorNotAHang) {
   // yaml-cpp 0.7 reads "{}," as an endless run of empty documents (found by
   // the config_fix fuzzer: it allocated until it ran out of memory).
   for (const char* text : {"{},", "[],", "{\"a\": 1},\n"}) {
-    const double start = thread_cpu_seconds();
     try {
       ConfigTree::parse(text, "c.json");
       ADD_FAILURE() << text << " parsed";
     } catch (const config_error& e) {
       EXPECT_NE(std::string(e.what()).find("more than one document"), std::string::npos) << e.what();
     }
-    EXPECT_LT(thread_cpu_seconds() - start, kSecondsBound);
   }
 }
 
 TEST(BoundsYaml, ACatalogFileOverSixteenMebibytesIsRefusedBeforeParsing) {
   std::string huge = "schema: 1\nentries: []\n";
   huge.append(16u << 20, '#');  // a comment, so only the size is wrong
-  double cpu = 0;
-  const auto ps = problems_of(huge, &cpu);
+  const auto ps = problems_of(huge);
   ASSERT_EQ(ps.size(), 1u);
   EXPECT_EQ(ps[0].to_string(), "bomb.yaml: the file is " + std::to_string(huge.size()) +
                                    " bytes; a catalog file may hold at most 16 MiB (split it into several files in "
                                    "one folder)");
-  EXPECT_LT(cpu, kSecondsBound);
 
   // The same from a file on disk.
   const std::filesystem::path path = std::filesystem::temp_directory_path() / "errshim-bounds-huge.yaml";

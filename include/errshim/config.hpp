@@ -19,7 +19,7 @@
 #include <utility>
 #include <vector>
 
-#include "errshim/catalog.hpp"
+#include "errshim/value.hpp"
 
 namespace errshim {
 
