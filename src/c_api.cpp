@@ -537,12 +537,13 @@ errshim_status errshim_observe(errshim_lookup_callback callback, void* user_data
       errshim_lookup lookup{};
       lookup.message = e.text.empty() ? "" : e.text.data();
       lookup.message_length = e.text.size();
-      std::string fingerprint;
+      errshim::Fingerprint fingerprint;
       if (e.diagnosis != nullptr) {
         lookup.entry_id = e.diagnosis->id().c_str();
       } else {
-        fingerprint = errshim::fingerprint(e.text).id;
-        lookup.fingerprint = fingerprint.c_str();
+        fingerprint = errshim::fingerprint(e.text);
+        lookup.fingerprint = fingerprint.id.c_str();
+        lookup.fingerprint_text = fingerprint.text.c_str();
       }
       lookup.site = site_value(e.site);
       lookup.elapsed_ns = static_cast<long long>(e.elapsed.count());

@@ -23,6 +23,7 @@ struct Seen {
   std::string id;
   bool has_fingerprint = false;
   std::string fingerprint;
+  std::string fingerprint_text;
   int site = -1;
 };
 
@@ -39,6 +40,7 @@ void record(const errshim_lookup* l, void* user_data) {
   if (s.has_id) s.id = l->entry_id;
   s.has_fingerprint = l->fingerprint != nullptr;
   if (s.has_fingerprint) s.fingerprint = l->fingerprint;
+  if (l->fingerprint_text != nullptr) s.fingerprint_text = l->fingerprint_text;
   s.site = l->site;
   std::lock_guard<std::mutex> lock(log->mutex);
   log->seen.push_back(std::move(s));
@@ -64,6 +66,7 @@ TEST(CApiObserver, CallbackGetsTheEntryIdOfAMatchAndNoFingerprint) {
   EXPECT_TRUE(log.seen[0].has_id);
   EXPECT_EQ(log.seen[0].id, "transformers.generation.quantized_cache_unsupported");
   EXPECT_FALSE(log.seen[0].has_fingerprint);
+  EXPECT_EQ(log.seen[0].fingerprint_text, "");
   EXPECT_EQ(log.seen[0].message, kQuantized);
   EXPECT_EQ(log.seen[0].site, ERRSHIM_SITE_C_DIAGNOSE);
 }
@@ -78,6 +81,7 @@ TEST(CApiObserver, UnrecognisedMessageGetsNullIdAndTheCoreFingerprint) {
   EXPECT_FALSE(log.seen[0].has_id);
   ASSERT_TRUE(log.seen[0].has_fingerprint);
   EXPECT_EQ(log.seen[0].fingerprint, errshim::fingerprint(message).id);
+  EXPECT_EQ(log.seen[0].fingerprint_text, errshim::fingerprint(message).text);
   EXPECT_EQ(log.seen[0].fingerprint,
             errshim::fingerprint("[rank0]: RuntimeError: shard 2 of the router table went missing").id);
 }

@@ -221,6 +221,8 @@ typedef struct errshim_lookup {
   const char* entry_id;      /* the entry that matched, NUL-terminated; NULL when unrecognised */
   const char* fingerprint;   /* unrecognised: its fingerprint (16 hex digits, equal for every worker's
                                 copy of one error; `errshim scan --json` gives the same); NULL when matched */
+  const char* fingerprint_text; /* unrecognised: the message the fingerprint hashes, its variable parts
+                                   masked ("RuntimeError: shard <num> lost"); NULL when matched */
   int site;                  /* an errshim_lookup_site */
   long long elapsed_ns;      /* the lookup alone, in nanoseconds */
 } errshim_lookup;
