@@ -29,7 +29,6 @@
 #include "errshim/remediation.hpp"
 #include "errshim/render.hpp"
 #include "errshim/version.hpp"
-#include "lookup_report.hpp"
 
 // The handles. They live outside any namespace because the C header declares
 // them as global incomplete structs.

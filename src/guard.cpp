@@ -2,7 +2,7 @@
 
 #include <stdexcept>
 
-#include "lookup_report.hpp"
+#include "errshim/observer.hpp"
 
 namespace errshim {
 
