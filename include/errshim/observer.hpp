@@ -22,6 +22,7 @@
 #include <functional>
 #include <memory>
 #include <string_view>
+#include <utility>
 
 #include "errshim/diagnosis.hpp"
 
