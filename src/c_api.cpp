@@ -24,6 +24,8 @@
 #include "errshim/catalog.hpp"
 #include "errshim/config.hpp"
 #include "errshim/context.hpp"
+#include "errshim/fingerprint.hpp"
+#include "errshim/observer.hpp"
 #include "errshim/remediation.hpp"
 #include "errshim/render.hpp"
 #include "errshim/version.hpp"
@@ -42,6 +44,10 @@ struct errshim_catalog {
 struct errshim_diagnosis {
   std::optional<errshim::Diagnosis> diagnosis;
   std::vector<std::string> problems;
+};
+
+struct errshim_observer {
+  errshim::ObserverHandle handle;
 };
 
 struct errshim_fix {
@@ -300,7 +306,10 @@ errshim_status errshim_diagnose(const errshim_catalog* catalog, const char* mess
     require(message != nullptr || length == 0, "errshim_diagnose: message is NULL");
     const errshim::Context ctx = parse_context(context);
     const auto c = catalog_of(catalog);
-    errshim::MatchResult r = c->match(text_of(message, length), ctx);
+    const std::string_view text = text_of(message, length);
+    const errshim::detail::LookupClock clock;
+    errshim::MatchResult r = c->match(text, ctx);
+    clock.report(errshim::LookupSite::c_api_diagnose, text, r.diagnosis ? &*r.diagnosis : nullptr);
     auto d = std::make_unique<errshim_diagnosis>();
     d->diagnosis = std::move(r.diagnosis);
     d->problems = std::move(r.problems);
@@ -422,7 +431,10 @@ errshim_status errshim_fix_config(const errshim_catalog* catalog, const char* me
     r->format = tree.format() == errshim::ConfigTree::Format::json ? "json" : "yaml";
     r->config = std::string(text_of(config, config_length));
 
-    errshim::MatchResult m = catalog_of(catalog)->match(text_of(message, message_length), ctx);
+    const std::string_view text = text_of(message, message_length);
+    const errshim::detail::LookupClock clock;
+    errshim::MatchResult m = catalog_of(catalog)->match(text, ctx);
+    clock.report(errshim::LookupSite::c_api_fix_config, text, m.diagnosis ? &*m.diagnosis : nullptr);
     r->diagnosis.diagnosis = std::move(m.diagnosis);
     r->diagnosis.problems = std::move(m.problems);
     if (!r->diagnosis.diagnosis) {
@@ -494,3 +506,51 @@ char* errshim_fix_json(const errshim_fix* fix) {
 }
 
 }  // extern "C"
+
+// ------------------------------------------------------------ observing lookups
+
+namespace {
+
+int site_value(errshim::LookupSite site) noexcept {
+  switch (site) {
+    case errshim::LookupSite::guard: return ERRSHIM_SITE_GUARD;
+    case errshim::LookupSite::rethrow_translated: return ERRSHIM_SITE_RETHROW_TRANSLATED;
+    case errshim::LookupSite::remediate: return ERRSHIM_SITE_REMEDIATE;
+    case errshim::LookupSite::diagnose: return ERRSHIM_SITE_DIAGNOSE;
+    case errshim::LookupSite::c_api_diagnose: return ERRSHIM_SITE_C_DIAGNOSE;
+    case errshim::LookupSite::c_api_fix_config: return ERRSHIM_SITE_C_FIX_CONFIG;
+  }
+  return ERRSHIM_SITE_C_DIAGNOSE;
+}
+
+}  // namespace
+
+errshim_status errshim_observe(errshim_lookup_callback callback, void* user_data, errshim_observer** out,
+                               char** error) {
+  if (out != nullptr) *out = nullptr;
+  return boundary(error, [&] {
+    require(out != nullptr, "errshim_observe: out is NULL");
+    require(callback != nullptr, "errshim_observe: callback is NULL");
+    auto o = std::make_unique<errshim_observer>();
+    o->handle = errshim::observe_lookups([callback, user_data](const errshim::MatchEvent& e) {
+      errshim_lookup lookup{};
+      lookup.message = e.text.empty() ? "" : e.text.data();
+      lookup.message_length = e.text.size();
+      errshim::Fingerprint fingerprint;
+      if (e.diagnosis != nullptr) {
+        lookup.entry_id = e.diagnosis->id().c_str();
+      } else {
+        fingerprint = errshim::fingerprint(e.text);
+        lookup.fingerprint = fingerprint.id.c_str();
+        lookup.fingerprint_text = fingerprint.text.c_str();
+      }
+      lookup.site = site_value(e.site);
+      lookup.elapsed_ns = static_cast<long long>(e.elapsed.count());
+      callback(&lookup, user_data);
+    });
+    *out = o.release();
+    return ERRSHIM_OK;
+  });
+}
+
+void errshim_observer_free(errshim_observer* observer) { delete observer; }

@@ -2,6 +2,8 @@
 
 #include <stdexcept>
 
+#include "errshim/observer.hpp"
+
 namespace errshim {
 
 namespace {
@@ -30,18 +32,41 @@ std::string exception_text(std::exception_ptr error) {
   return out;
 }
 
-void rethrow_translated(const Catalog& catalog) { rethrow_translated(catalog, Context{}); }
+void rethrow_translated(const Catalog& catalog) {
+  detail::rethrow_translated_at(LookupSite::rethrow_translated, &catalog, Context{});
+}
 
 void rethrow_translated(const Catalog& catalog, const Context& context) {
+  detail::rethrow_translated_at(LookupSite::rethrow_translated, &catalog, context);
+}
+
+void rethrow_translated() { detail::rethrow_translated_at(LookupSite::rethrow_translated, nullptr, Context{}); }
+
+namespace detail {
+
+void rethrow_translated_at(LookupSite site, const Catalog* catalog, const Context& context) {
   std::exception_ptr current = std::current_exception();
   if (!current) throw std::logic_error("errshim::rethrow_translated called outside a catch block");
+  CatalogPtr embedded;
+  if (catalog == nullptr) {
+    try {
+      embedded = Catalog::embedded();
+    } catch (...) {
+      // Never replace the host's error with one of ours.
+    }
+    if (!embedded) std::rethrow_exception(current);
+    catalog = embedded.get();
+  }
   std::optional<Diagnosis> d;
   try {
     std::rethrow_exception(current);
   } catch (const translated_error&) {
     throw;  // already explained; translating twice would bury the original
   } catch (const std::exception&) {
-    d = catalog.diagnose(exception_text(current), context);
+    const std::string text = exception_text(current);
+    const LookupClock clock;
+    d = catalog->diagnose(text, context);
+    clock.report(site, text, d ? &*d : nullptr);
   } catch (...) {
     // Not a std::exception: errshim cannot read it, so it passes untouched.
   }
@@ -51,27 +76,23 @@ void rethrow_translated(const Catalog& catalog, const Context& context) {
   throw translated_error(std::move(*d));
 }
 
-void rethrow_translated() {
+}  // namespace detail
+
+std::optional<Diagnosis> diagnose(std::string_view message, const Catalog& catalog, const Context& context) noexcept {
+  const detail::LookupClock clock;
+  std::optional<Diagnosis> d = catalog.diagnose(message, context);
+  clock.report(LookupSite::diagnose, message, d ? &*d : nullptr);
+  return d;
+}
+
+std::optional<Diagnosis> diagnose(std::string_view message) noexcept {
   CatalogPtr catalog;
   try {
     catalog = Catalog::embedded();
   } catch (...) {
-    // Never replace the host's error with one of ours.
-  }
-  if (!catalog) std::rethrow_exception(std::current_exception());
-  rethrow_translated(*catalog);
-}
-
-std::optional<Diagnosis> diagnose(std::string_view message, const Catalog& catalog, const Context& context) noexcept {
-  return catalog.diagnose(message, context);
-}
-
-std::optional<Diagnosis> diagnose(std::string_view message) noexcept {
-  try {
-    return Catalog::embedded()->diagnose(message);
-  } catch (...) {
     return std::nullopt;
   }
+  return diagnose(message, *catalog);
 }
 
 }  // namespace errshim

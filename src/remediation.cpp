@@ -617,11 +617,13 @@ bool RemediationSession::on_failure(ConfigAccess& next) {
     const auto start = std::chrono::steady_clock::now();
     d = catalog_.diagnose(text, policy_.context);
     const auto elapsed = std::chrono::steady_clock::now() - start;
+    const MatchEvent event{text, d ? &*d : nullptr, elapsed, LookupSite::remediate};
     // Like on_decision: an observer's exception must not replace the host's error.
     try {
-      if (policy_.on_match) policy_.on_match(MatchEvent{text, d ? &*d : nullptr, elapsed});
+      if (policy_.on_match) policy_.on_match(event);
     } catch (...) {
     }
+    detail::report_lookup(event);
   }
 
   if (!d || policy_.mode_for(d->id()) == Mode::off) {

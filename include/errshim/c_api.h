@@ -99,7 +99,8 @@ typedef struct errshim_diagnosis errshim_diagnosis;
  * is what the caller knows of where the error happened, e.g.
  * "transformers=4.57,device=metal": entries scoped elsewhere are passed over.
  * Returns ERRSHIM_OK (matched) or ERRSHIM_NO_MATCH, and in both cases stores
- * a handle in *out; on any other status *out is NULL. */
+ * a handle in *out; on any other status *out is NULL. The lookup is reported
+ * to the observers (errshim_observe), as errshim_fix_config's is. */
 ERRSHIM_C_EXPORT errshim_status errshim_diagnose(const errshim_catalog* catalog, const char* message, size_t length,
                                                 const char* context, errshim_diagnosis** out, char** error);
 
@@ -198,6 +199,55 @@ ERRSHIM_C_EXPORT const errshim_diagnosis* errshim_fix_diagnosis(const errshim_fi
  *  records, one per step considered, with the reason of each refusal>]}.
  * Free with errshim_string_free; NULL only when out of memory. */
 ERRSHIM_C_EXPORT char* errshim_fix_json(const errshim_fix* fix);
+
+/* ------------------------------------------------------------ observing lookups */
+
+/* Where a lookup was made (errshim::LookupSite). The values are stable. */
+typedef enum errshim_lookup_site {
+  ERRSHIM_SITE_GUARD = 0,              /* C++ errshim::guard */
+  ERRSHIM_SITE_RETHROW_TRANSLATED = 1, /* C++ errshim::rethrow_translated */
+  ERRSHIM_SITE_REMEDIATE = 2,          /* C++ errshim::remediate, the error of a failed call */
+  ERRSHIM_SITE_DIAGNOSE = 3,           /* C++ errshim::diagnose */
+  ERRSHIM_SITE_C_DIAGNOSE = 4,         /* errshim_diagnose */
+  ERRSHIM_SITE_C_FIX_CONFIG = 5        /* errshim_fix_config */
+} errshim_lookup_site;
+
+/* One catalog lookup, as an observer sees it. Every pointer is lent for the
+ * duration of the callback only: copy what you keep. Later versions may add
+ * fields at the end. */
+typedef struct errshim_lookup {
+  const char* message;       /* the text looked up (not NUL-terminated: use message_length) */
+  size_t message_length;
+  const char* entry_id;      /* the entry that matched, NUL-terminated; NULL when unrecognised */
+  const char* fingerprint;   /* unrecognised: its fingerprint (16 hex digits, equal for every worker's
+                                copy of one error; `errshim scan --json` gives the same); NULL when matched */
+  const char* fingerprint_text; /* unrecognised: the message the fingerprint hashes, its variable parts
+                                   masked ("RuntimeError: shard <num> lost"); NULL when matched */
+  int site;                  /* an errshim_lookup_site */
+  long long elapsed_ns;      /* the lookup alone, in nanoseconds */
+} errshim_lookup;
+
+typedef void (*errshim_lookup_callback)(const errshim_lookup* lookup, void* user_data);
+
+/* A registered observer; errshim_observer_free unregisters it. */
+typedef struct errshim_observer errshim_observer;
+
+/* Registers `callback` for every catalog lookup this library makes in the
+ * process, on every thread (errshim_diagnose and errshim_fix_config, and
+ * the C++ calls when the host uses them from this library), until the
+ * handle is freed. The callback runs on the thread that made the lookup,
+ * possibly on several at once, and gets `user_data` back. It must not
+ * unwind through errshim (no C++ exception, no longjmp): a C++ exception
+ * is caught and ignored, and the lookup's result is the same as with no
+ * observer. Lookups the callback makes itself are not reported. */
+ERRSHIM_C_EXPORT errshim_status errshim_observe(errshim_lookup_callback callback, void* user_data,
+                                               errshim_observer** out, char** error);
+
+/* Unregisters the observer. When it returns, the callback is not running on
+ * another thread and is not called again, so `user_data` may be freed (called
+ * from inside the callback itself, it does not wait for that call). NULL is
+ * a no-op. */
+ERRSHIM_C_EXPORT void errshim_observer_free(errshim_observer* observer);
 
 #ifdef __cplusplus
 } /* extern "C" */

@@ -6,7 +6,8 @@
 //
 // (1) and (2) throw errshim::translated_error for a recognised message and
 // rethrow anything else unchanged (same object, same type), including throws
-// that are not std::exception. (3) never throws.
+// that are not std::exception. (3) never throws. Each lookup they make is
+// reported to the observers of errshim/observer.hpp.
 #pragma once
 
 #include <functional>
@@ -18,6 +19,7 @@
 #include "errshim/catalog.hpp"
 #include "errshim/diagnosis.hpp"
 #include "errshim/error.hpp"
+#include "errshim/observer.hpp"
 
 namespace errshim {
 
@@ -35,6 +37,12 @@ namespace errshim {
 // is not a std::exception.
 std::string exception_text(std::exception_ptr error);
 
+namespace detail {
+// rethrow_translated(), its lookup reported as made at `site`; a null
+// catalog is the embedded one.
+[[noreturn]] void rethrow_translated_at(LookupSite site, const Catalog* catalog, const Context& context);
+}  // namespace detail
+
 // Calls f() and returns its value; on a throw, translates as above.
 // The happy path is the plain call inside a try block: no allocation, no lookup.
 template <class F>
@@ -42,7 +50,7 @@ std::invoke_result_t<F&> guard(F&& f, const Catalog& catalog) {
   try {
     return std::invoke(f);
   } catch (...) {
-    rethrow_translated(catalog);
+    detail::rethrow_translated_at(LookupSite::guard, &catalog, Context{});
   }
 }
 
@@ -53,7 +61,7 @@ std::invoke_result_t<F&> guard(F&& f, const Catalog& catalog, const Context& con
   try {
     return std::invoke(f);
   } catch (...) {
-    rethrow_translated(catalog, context);
+    detail::rethrow_translated_at(LookupSite::guard, &catalog, context);
   }
 }
 
@@ -62,7 +70,7 @@ std::invoke_result_t<F&> guard(F&& f) {
   try {
     return std::invoke(f);
   } catch (...) {
-    rethrow_translated();
+    detail::rethrow_translated_at(LookupSite::guard, nullptr, Context{});
   }
 }
 

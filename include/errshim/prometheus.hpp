@@ -8,7 +8,8 @@
 //   prometheus::Registry& registry = ...;               // the host's
 //   errshim::PrometheusMetrics metrics(registry);
 //   errshim::Policy policy = ...;
-//   metrics.attach(policy);                              // decisions and lookups of remediate()
+//   auto lookups = metrics.attach();                     // every lookup in the process (guard, diagnose, C API, ...)
+//   metrics.attach(policy);                              // decisions (and, without attach(), lookups) of remediate()
 //   if (auto r = store.reload_if_changed(); r.outcome != errshim::ReloadReport::Outcome::unchanged)
 //     metrics.observe(r);                                // catalog reloads
 //
@@ -22,6 +23,7 @@
 //       no_fix (gave up before any fix: none allowed or usable)
 //   errshim_unrecognised_errors_total{class, fingerprint} counter: errors the catalog does not know
 //   errshim_match_duration_seconds{result}            histogram: catalog lookups, recognised / unrecognised
+//   errshim_lookups_total{site}                       counter: lookups by where they were made (attach() only)
 //   errshim_catalog_reloads_total{outcome}            counter: swapped / refused
 //   errshim_catalog_generation, errshim_catalog_entries gauges: the catalog current after the last reload
 #pragma once
@@ -35,6 +37,7 @@
 #include <prometheus/registry.h>
 
 #include "errshim/catalog_store.hpp"
+#include "errshim/observer.hpp"
 #include "errshim/remediation.hpp"
 
 namespace errshim {
@@ -69,8 +72,15 @@ class PrometheusMetrics {
   PrometheusMetrics(const PrometheusMetrics&) = delete;
   PrometheusMetrics& operator=(const PrometheusMetrics&) = delete;
 
+  // Counts every lookup in the process (errshim/observer.hpp): guard,
+  // rethrow_translated, remediate, diagnose and the C API, on every thread,
+  // until the handle goes (keep it no longer than this object). While it is
+  // held, the lookups of policies attached below are not counted twice.
+  [[nodiscard]] ObserverHandle attach();
+
   // Chains observe() into policy.on_decision and policy.on_match, after
-  // whatever the policy already calls there.
+  // whatever the policy already calls there. (The on_match part stands
+  // aside while attach() holds: that counts remediate()'s lookups too.)
   void attach(Policy& policy);
 
   void observe(const Decision& decision);

@@ -28,6 +28,7 @@
 #include "errshim/context.hpp"
 #include "errshim/diagnosis.hpp"
 #include "errshim/error.hpp"
+#include "errshim/observer.hpp"  // MatchEvent
 
 namespace errshim {
 
@@ -94,16 +95,6 @@ struct Decision {
 };
 std::string_view to_string(Decision::Outcome) noexcept;
 
-// One catalog lookup remediate() made for the error of a failed call: for
-// metrics (errshim/prometheus.hpp counts unrecognised errors and times the
-// lookups). An error a guard further in already translated needs no lookup
-// and gives none.
-struct MatchEvent {
-  std::string_view text;                 // what was matched: what() and its nested chain
-  const Diagnosis* diagnosis = nullptr;  // null: the catalog does not know the error
-  std::chrono::nanoseconds elapsed{0};   // the lookup alone
-};
-
 struct Policy {
   Mode mode = Mode::automatic;
   std::map<std::string, Mode> entry_modes;  // per entry id, overrides `mode`
@@ -122,7 +113,10 @@ struct Policy {
   Context context;
   std::function<void(const Decision&)> on_decision;  // every decision, as it is made
   Metrics* metrics = nullptr;                        // counters per entry and outcome
-  std::function<void(const MatchEvent&)> on_match;   // every lookup of a failed call's error
+  // Every lookup of a failed call's error (site remediate; an error a guard
+  // further in already translated needs none). The process-wide observers of
+  // errshim/observer.hpp get the same lookups as well.
+  std::function<void(const MatchEvent&)> on_match;
 
   Mode mode_for(std::string_view entry_id) const;
 };

@@ -18,6 +18,9 @@
 
     errshim.install()                         # uncaught exceptions, logging, warnings, asyncio
 
+    with errshim.observe(lambda l: print(l.site, l.entry_id or l.fingerprint)):
+        ...                                   # every lookup in the process, on any thread
+
     r = errshim.remediate(build, {"dtype": "float16"})   # apply fixes and retry
 
 A thin layer (ctypes, standard library only) over errshim's C interface in
@@ -45,6 +48,8 @@ __all__ = [
     "LibraryNotFound",
     "LogDiagnosis",
     "LogFilter",
+    "Lookup",
+    "Observer",
     "Remediated",
     "Remediation",
     "RemediationError",
@@ -60,6 +65,7 @@ __all__ = [
     "install",
     "installed",
     "library_path",
+    "observe",
     "remediate",
     "translate",
     "diagnosis_text",
@@ -592,6 +598,98 @@ def diagnosis_text(d):
     for i, r in enumerate(d.remediation, 1):
         lines.append("  %d. %s%s" % (i, " ".join(r.text.split()), " [fix: %s]" % r.safety if r.safety else ""))
     return "\n".join(lines)
+
+
+# ------------------------------------------------------------ observing lookups
+
+
+class Lookup:
+    """One catalog lookup an observer is told about: `message` (str), the
+    `entry_id` that matched or None, for an unrecognised message its
+    `fingerprint` (16 hex digits, the same for every worker's copy of one
+    error) and `fingerprint_text` (the message with its variable parts
+    masked), else None; `site` (where it was made: "c_api_diagnose" for
+    errshim.diagnose, explain and translate, "c_api_fix_config" for fix_config,
+    "guard", "rethrow_translated", "remediate" or "diagnose" for C++ code
+    using the same library) and `elapsed` (seconds, the lookup alone)."""
+
+    __slots__ = ("message", "entry_id", "fingerprint", "fingerprint_text", "site", "elapsed")
+
+    def __init__(self, message, entry_id, fingerprint, fingerprint_text, site, elapsed):
+        self.message = message
+        self.entry_id = entry_id
+        self.fingerprint = fingerprint
+        self.fingerprint_text = fingerprint_text
+        self.site = site
+        self.elapsed = elapsed
+
+    @property
+    def recognised(self):
+        return self.entry_id is not None
+
+    def __repr__(self):
+        return "Lookup(site=%r, entry_id=%r, fingerprint=%r)" % (self.site, self.entry_id, self.fingerprint)
+
+
+def _lookup_of(raw):
+    text = ctypes.string_at(raw.message, raw.message_length) if raw.message_length else b""
+    site = _native.SITES[raw.site] if 0 <= raw.site < len(_native.SITES) else str(raw.site)
+    return Lookup(text.decode("utf-8", "replace"), _native.lent(raw.entry_id), _native.lent(raw.fingerprint),
+                  _native.lent(raw.fingerprint_text), site, raw.elapsed_ns / 1e9)
+
+
+class Observer:
+    """A registered lookup observer (errshim.observe); close() or leaving the
+    `with` block unregisters it, and so does dropping the last reference:
+    keep it for as long as you observe. Once close() returns, the callback is
+    not running on another thread and is not called again."""
+
+    def __init__(self, callback):
+        if not callable(callback):
+            raise TypeError("errshim.observe() needs a callable, not %s" % type(callback).__name__)
+
+        def trampoline(raw, _user_data):
+            # Nothing may unwind into the C library, and an observer must not
+            # change what the caller of the lookup gets: its errors stop here.
+            try:
+                callback(_lookup_of(raw.contents))
+            except BaseException:
+                pass
+
+        # Kept on the instance: the C library holds only the bare pointer.
+        self._trampoline = _native.LOOKUP_CALLBACK(trampoline)
+        handle = ctypes.c_void_p()
+        error = ctypes.c_void_p()
+        _check(_library().errshim_observe(self._trampoline, None, ctypes.byref(handle), ctypes.byref(error)), error)
+        self._handle = handle.value
+
+    def close(self):
+        handle, self._handle = getattr(self, "_handle", None), None
+        if handle is not None and _lib is not None:
+            _lib.errshim_observer_free(handle)
+
+    @property
+    def closed(self):
+        return self._handle is None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+        return False
+
+    def __del__(self):
+        self.close()
+
+
+def observe(callback):
+    """Calls `callback(lookup)` for every catalog lookup errshim makes in
+    this process, on whichever thread made it (diagnose, explain, translate,
+    fix_config, the hooks, remediate, and C++ code sharing the library),
+    until the returned Observer is closed. An exception the callback raises
+    is swallowed; lookups it makes itself are not reported."""
+    return Observer(callback)
 
 
 # Defined in their own modules; they use the names above.

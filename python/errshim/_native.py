@@ -173,6 +173,25 @@ _Z = ctypes.c_size_t
 _I = ctypes.c_int
 _PP = ctypes.POINTER(ctypes.c_void_p)
 
+class Lookup(ctypes.Structure):
+    """errshim_lookup: one catalog lookup, as errshim_observe's callback gets it."""
+
+    _fields_ = [
+        ("message", ctypes.c_void_p),  # not NUL-terminated: read message_length bytes
+        ("message_length", _Z),
+        ("entry_id", _S),
+        ("fingerprint", _S),
+        ("fingerprint_text", _S),
+        ("site", _I),
+        ("elapsed_ns", ctypes.c_longlong),
+    ]
+
+
+LOOKUP_CALLBACK = ctypes.CFUNCTYPE(None, ctypes.POINTER(Lookup), ctypes.c_void_p)
+
+# errshim_lookup_site, by value.
+SITES = ("guard", "rethrow_translated", "remediate", "diagnose", "c_api_diagnose", "c_api_fix_config")
+
 _SIGNATURES = {
     "errshim_status_name": (_S, [_I]),
     "errshim_version": (_S, []),
@@ -219,6 +238,8 @@ _SIGNATURES = {
     "errshim_fix_safety": (_S, [_P]),
     "errshim_fix_diagnosis": (_P, [_P]),
     "errshim_fix_json": (_P, [_P]),
+    "errshim_observe": (_I, [LOOKUP_CALLBACK, _P, _PP, _PP]),
+    "errshim_observer_free": (None, [_P]),
 }
 
 # errshim_status (stable values).

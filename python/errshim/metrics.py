@@ -8,12 +8,26 @@ errshim::Metrics for Python servers.
 exposes errshim_decisions_total{entry="...",outcome="applied"} on the
 server's own /metrics. Metrics (no dependency) keeps the same counters and
 writes the same text as the C++ Metrics::prometheus().
+
+    lookups = metrics.attach()                     # every lookup in the process: diagnose, explain, translate, ...
+
+adds errshim_unrecognised_errors_total{fingerprint} (errors the catalog does
+not know, one series per fingerprint for the first `fingerprint_buckets`
+seen, the rest under "other") and errshim_match_duration_seconds{result},
+as the C++ errshim::PrometheusMetrics does.
 """
 
 import threading
 
 NAME = "errshim_decisions"
 HELP = "Decisions errshim made about inference errors, by catalog entry and outcome."
+UNRECOGNISED = "errshim_unrecognised_errors"
+UNRECOGNISED_HELP = ("Errors the catalog does not recognise, by fingerprint (a bounded set; the rest under "
+                     "\"other\").")
+DURATION = "errshim_match_duration_seconds"
+DURATION_HELP = "Time of a catalog lookup, by result."
+# The C++ PrometheusOptions defaults.
+LATENCY_BUCKETS = (1e-6, 2.5e-6, 5e-6, 1e-5, 2.5e-5, 5e-5, 1e-4, 2.5e-4, 5e-4, 1e-3, 1e-2, 1e-1)
 
 
 def _key(decision):
@@ -59,9 +73,10 @@ class PrometheusMetrics:
     `registry` (prometheus_client.REGISTRY by default), so the server's own
     exposition shows them. Needs prometheus_client (Debian:
     python3-prometheus-client); one instance per registry (a second raises
-    prometheus_client's duplicate-name ValueError)."""
+    prometheus_client's duplicate-name ValueError). `fingerprint_buckets`:
+    the distinct unrecognised fingerprints that get series of their own."""
 
-    def __init__(self, registry=None):
+    def __init__(self, registry=None, fingerprint_buckets=16):
         try:
             import prometheus_client
         except ImportError as e:
@@ -71,6 +86,13 @@ class PrometheusMetrics:
             registry = prometheus_client.REGISTRY
         self.registry = registry
         self.counter = prometheus_client.Counter(NAME, HELP, ["entry", "outcome"], registry=registry)
+        self.unrecognised = prometheus_client.Counter(UNRECOGNISED, UNRECOGNISED_HELP, ["fingerprint"],
+                                                      registry=registry)
+        self.duration = prometheus_client.Histogram(DURATION, DURATION_HELP, ["result"], registry=registry,
+                                                    buckets=LATENCY_BUCKETS)
+        self.fingerprint_buckets = fingerprint_buckets
+        self._lock = threading.Lock()
+        self._fingerprints = set()  # those with a series of their own; a counter never moves to "other"
 
     def count(self, decision):
         entry, outcome = _key(decision)
@@ -78,4 +100,30 @@ class PrometheusMetrics:
 
     def value(self, entry, outcome):
         v = self.registry.get_sample_value(NAME + "_total", {"entry": entry, "outcome": outcome})
+        return int(v) if v is not None else 0
+
+    def attach(self):
+        """Counts every lookup errshim makes in this process until the
+        returned errshim.Observer is closed (keep it while you serve)."""
+        import errshim
+
+        return errshim.observe(self.observe)
+
+    def observe(self, lookup):
+        """Counts one errshim.Lookup."""
+        self.duration.labels(result="recognised" if lookup.recognised else "unrecognised").observe(lookup.elapsed)
+        if lookup.recognised:
+            return
+        label = lookup.fingerprint or "other"
+        with self._lock:
+            if label not in self._fingerprints:
+                if len(self._fingerprints) >= self.fingerprint_buckets:
+                    label = "other"
+                else:
+                    self._fingerprints.add(label)
+        self.unrecognised.labels(fingerprint=label).inc()
+
+    def unrecognised_value(self, fingerprint):
+        """The count of errshim_unrecognised_errors_total{fingerprint=...}."""
+        v = self.registry.get_sample_value(UNRECOGNISED + "_total", {"fingerprint": fingerprint})
         return int(v) if v is not None else 0

@@ -1,5 +1,6 @@
 #include "errshim/prometheus.hpp"
 
+#include <atomic>
 #include <map>
 #include <mutex>
 #include <utility>
@@ -43,6 +44,7 @@ struct PrometheusMetrics::Impl {
   prometheus::Family<prometheus::Counter>& unrecognised;
   prometheus::Family<prometheus::Histogram>& latency;
   prometheus::Family<prometheus::Counter>& reloads;
+  prometheus::Family<prometheus::Counter>& lookups;
   prometheus::Gauge& generation;
   prometheus::Gauge& entries;
   prometheus::Histogram& latency_recognised;
@@ -51,6 +53,11 @@ struct PrometheusMetrics::Impl {
   std::mutex mutex;                                   // guards the two maps
   std::map<std::string, prometheus::Counter*> buckets;  // "class\nhash" -> its counter
   prometheus::Counter& other;
+  // Process-wide attachments held: while any is, the per-policy on_match
+  // leaves counting to them, so a remediate() lookup counts once.
+  // Shared with the observers, which may be destroyed after this object (a
+  // lookup on another thread can hold the last reference to one briefly).
+  std::shared_ptr<std::atomic<int>> attached = std::make_shared<std::atomic<int>>(0);
 
   Impl(prometheus::Registry& r, PrometheusOptions o)
       : options(std::move(o)),
@@ -79,6 +86,11 @@ struct PrometheusMetrics::Impl {
         reloads(prometheus::BuildCounter()
                     .Name("errshim_catalog_reloads_total")
                     .Help("Catalog reloads: swapped in, or refused with the old catalog kept.")
+                    .Register(r)),
+        lookups(prometheus::BuildCounter()
+                    .Name("errshim_lookups_total")
+                    .Help("Catalog lookups observed process-wide, by where they were made (guard, "
+                          "rethrow_translated, remediate, diagnose, c_api_diagnose, c_api_fix_config).")
                     .Register(r)),
         generation(prometheus::BuildGauge()
                        .Name("errshim_catalog_generation")
@@ -117,8 +129,25 @@ void PrometheusMetrics::attach(Policy& policy) {
   };
   policy.on_match = [previous = std::move(policy.on_match), this](const MatchEvent& e) {
     if (previous) previous(e);
-    observe(e);
+    if (impl_->attached->load(std::memory_order_acquire) == 0) observe(e);
   };
+}
+
+ObserverHandle PrometheusMetrics::attach() {
+  // The count of attachments drops when the observer is destroyed, that is
+  // once the handle has unregistered it.
+  struct Held {
+    explicit Held(std::shared_ptr<std::atomic<int>> c) : count(std::move(c)) { count->fetch_add(1); }
+    ~Held() { count->fetch_sub(1); }
+    Held(const Held&) = delete;
+    Held& operator=(const Held&) = delete;
+    std::shared_ptr<std::atomic<int>> count;
+  };
+  auto held = std::make_shared<Held>(impl_->attached);
+  return observe_lookups([held = std::move(held), this](const MatchEvent& e) {
+    impl_->lookups.Add({{"site", std::string(to_string(e.site))}}).Increment();
+    observe(e);
+  });
 }
 
 void PrometheusMetrics::observe(const Decision& d) {

@@ -6,6 +6,8 @@
 #include <map>
 #include <stdexcept>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include <prometheus/registry.h>
 
@@ -167,6 +169,68 @@ TEST(UnrecognisedLabels, ClassFromHostileTextIsReducedToASafeBoundedLabel) {
   EXPECT_EQ(f.error_class, std::string(64, 'A'));  // the normaliser found the class; the label keeps 64 characters
   EXPECT_EQ(f.error_class.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.:"),
             std::string::npos);
+}
+
+// attach(): lookups from anywhere in the process, here guard() alone.
+TEST(PrometheusMetricsAttach, GuardOnlyUnrecognisedErrorsOfTwoWorkersAreOneFingerprintSeries) {
+  prometheus::Registry registry;
+  PrometheusMetrics metrics(registry);
+  const ObserverHandle lookups = metrics.attach();
+  std::vector<std::thread> workers;
+  for (int rank : {0, 3}) {
+    workers.emplace_back([rank] {
+      const std::string text = "[rank" + std::to_string(rank) + "]: RuntimeError: shard " + std::to_string(rank * 5 + 2) +
+                               " lost its KV block";
+      EXPECT_THROW(guard([&]() -> int { throw std::runtime_error(text); }, *catalog()), std::runtime_error);
+    });
+  }
+  for (auto& w : workers) w.join();
+  const UnrecognisedLabels f = unrecognised_labels("[rank1]: RuntimeError: shard 9 lost its KV block");
+  EXPECT_EQ(value(registry, "errshim_unrecognised_errors_total", {{"class", f.error_class}, {"fingerprint", f.fingerprint}}),
+            2);
+  EXPECT_EQ(series(registry, "errshim_unrecognised_errors_total"), 2u);  // that one and "other"
+  EXPECT_EQ(value(registry, "errshim_match_duration_seconds", {{"result", "unrecognised"}}), 2);
+  EXPECT_EQ(value(registry, "errshim_lookups_total", {{"site", "guard"}}), 2);
+}
+
+TEST(PrometheusMetricsAttach, RecognisedGuardLookupIsTimedNotCounted) {
+  prometheus::Registry registry;
+  PrometheusMetrics metrics(registry);
+  const ObserverHandle lookups = metrics.attach();
+  EXPECT_THROW(guard([]() -> int { throw std::runtime_error("kv_cache_enabled=true is not supported"); }, *catalog()),
+               translated_error);
+  EXPECT_EQ(value(registry, "errshim_match_duration_seconds", {{"result", "recognised"}}), 1);
+  EXPECT_EQ(series(registry, "errshim_unrecognised_errors_total"), 1u);  // "other" alone
+}
+
+TEST(PrometheusMetricsAttach, RemediateLookupCountsOnceWithBothAttachments) {
+  prometheus::Registry registry;
+  PrometheusMetrics metrics(registry);
+  Policy policy;
+  metrics.attach(policy);
+  const ObserverHandle lookups = metrics.attach();
+  EXPECT_THROW(remediate(config(), [](const ConfigTree&) -> int { throw std::invalid_argument("tokenizer gone"); },
+                         policy, *catalog()),
+               std::invalid_argument);
+  const UnrecognisedLabels f = unrecognised_labels("tokenizer gone");
+  EXPECT_EQ(value(registry, "errshim_unrecognised_errors_total", {{"class", f.error_class}, {"fingerprint", f.fingerprint}}),
+            1);
+  EXPECT_EQ(value(registry, "errshim_lookups_total", {{"site", "remediate"}}), 1);
+}
+
+TEST(PrometheusMetricsAttach, NothingIsCountedOnceTheHandleIsGone) {
+  prometheus::Registry registry;
+  PrometheusMetrics metrics(registry);
+  Policy policy;
+  metrics.attach(policy);
+  { const ObserverHandle lookups = metrics.attach(); }
+  EXPECT_FALSE(diagnose("tokenizer gone", *catalog()));
+  EXPECT_EQ(value(registry, "errshim_match_duration_seconds", {{"result", "unrecognised"}}), 0);
+  // The policy's own attachment counts again.
+  EXPECT_THROW(remediate(config(), [](const ConfigTree&) -> int { throw std::invalid_argument("tokenizer gone"); },
+                         policy, *catalog()),
+               std::invalid_argument);
+  EXPECT_EQ(value(registry, "errshim_match_duration_seconds", {{"result", "unrecognised"}}), 1);
 }
 
 }  // namespace
