@@ -14,6 +14,7 @@
 #include <mutex>
 #include <new>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -186,17 +187,6 @@ const char* entry_field(const errshim_diagnosis* d, Get get) noexcept {
   return e != nullptr ? get(*e).c_str() : "";
 }
 
-std::string value_json(const std::optional<errshim::Value>& v) {
-  if (!v) return "null";
-  switch (v->type) {
-    case errshim::Value::Type::null: return "null";
-    case errshim::Value::Type::boolean:
-    case errshim::Value::Type::integer:
-    case errshim::Value::Type::number: return v->text;
-    case errshim::Value::Type::string: return errshim::json_quote(v->text);
-  }
-  return "null";
-}
 
 errshim::Policy parse_policy(const char* allowed, const char* pinned, errshim::Context context) {
   errshim::Policy policy;
@@ -417,9 +407,26 @@ const char* errshim_diagnosis_problem(const errshim_diagnosis* d, size_t index) 
 errshim_status errshim_fix_config(const errshim_catalog* catalog, const char* message, size_t message_length,
                                   const char* context, const char* config, size_t config_length, const char* allowed,
                                   const char* pinned, errshim_fix** out, char** error) {
+  return errshim_fix_config_skipping(catalog, message, message_length, context, config, config_length, allowed, pinned,
+                                     nullptr, out, error);
+}
+
+errshim_status errshim_fix_config_skipping(const errshim_catalog* catalog, const char* message, size_t message_length,
+                                           const char* context, const char* config, size_t config_length,
+                                           const char* allowed, const char* pinned, const char* skip, errshim_fix** out,
+                                           char** error) {
   if (out != nullptr) *out = nullptr;
   return boundary(error, [&] {
     require(out != nullptr, "errshim_fix_config: out is NULL");
+    std::set<std::size_t> skip_steps;
+    for (const std::string& part : comma_list(skip)) {
+      char* end = nullptr;
+      const unsigned long n = std::strtoul(part.c_str(), &end, 10);
+      if (part[0] < '0' || part[0] > '9' || *end != '\0')
+        throw c_api_failure{ERRSHIM_INVALID_ARGUMENT,
+                            fmt::format("errshim_fix_config_skipping: skip lists 0-based step numbers, not '{}'", part)};
+      skip_steps.insert(n);
+    }
     require(message != nullptr || message_length == 0, "errshim_fix_config: message is NULL");
     require(config != nullptr, "errshim_fix_config: config is NULL");
     const errshim::Context ctx = parse_context(context);
@@ -447,7 +454,7 @@ errshim_status errshim_fix_config(const errshim_catalog* catalog, const char* me
       r->diagnosis.diagnosis = std::move(root);
     const errshim::Diagnosis& d = *r->diagnosis.diagnosis;
     errshim::ConfigTree scratch = tree;
-    errshim::FixChoice choice = errshim::choose_fix(d, scratch, policy);
+    errshim::FixChoice choice = errshim::choose_fix(d, scratch, policy, skip_steps);
     r->decisions = std::move(choice.decisions);
     // suggest_only cannot come back with mode automatic and no suggest
     // classes, but a suggestion is not an application either way.
@@ -491,13 +498,7 @@ char* errshim_fix_json(const errshim_fix* fix) {
       out += fmt::format("\"step\": {}, \"safety\": {}, ", fix->step, errshim::json_quote(fix->safety));
     else
       out += "\"step\": null, \"safety\": null, ";
-    out += "\"changes\": [";
-    for (std::size_t i = 0; i < fix->changes.size(); ++i) {
-      const errshim::Change& c = fix->changes[i];
-      out += fmt::format("{}{{\"path\": {}, \"before\": {}, \"after\": {}}}", i ? ", " : "",
-                         errshim::json_quote(errshim::to_string(c.path)), value_json(c.before), value_json(c.after));
-    }
-    out += "], \"decisions\": [";
+    out += "\"changes\": " + errshim::to_json(fix->changes) + ", \"decisions\": [";
     for (std::size_t i = 0; i < fix->decisions.size(); ++i) out += (i ? ", " : "") + fix->decisions[i].to_json();
     return copy_string(out + "]}");
   } catch (...) {

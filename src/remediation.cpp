@@ -415,16 +415,18 @@ FixChoice choose(const Diagnosis& d, ConfigAccess& scratch, const Policy& policy
   return choice;
 }
 
-void changes_json(std::string& out, const std::vector<Change>& changes) {
-  out += "[";
-  for (std::size_t i = 0; i < changes.size(); ++i)
-    out += fmt::format("{}{{\"path\": {}, \"before\": {}, \"after\": {}, \"created\": {}}}", i ? ", " : "",
-                       json_quote(to_string(changes[i].path)), value_json(changes[i].before), value_json(changes[i].after),
-                       changes[i].created ? "true" : "false");
-  out += "]";
+}  // namespace
+
+std::string to_json(const Change& c) {
+  return fmt::format("{{\"path\": {}, \"before\": {}, \"after\": {}, \"created\": {}}}", json_quote(to_string(c.path)),
+                     value_json(c.before), value_json(c.after), c.created ? "true" : "false");
 }
 
-}  // namespace
+std::string to_json(const std::vector<Change>& changes) {
+  std::string out = "[";
+  for (std::size_t i = 0; i < changes.size(); ++i) out += (i ? ", " : "") + to_json(changes[i]);
+  return out + "]";
+}
 
 Value resolve_value(const Value& value, const Diagnosis& d) {
   if (value.type != Value::Type::string || value.text.find('{') == std::string::npos) return value;
@@ -522,6 +524,13 @@ FixChoice choose_fix(const Diagnosis& diagnosis, ConfigAccess& scratch, const Po
   return choose(diagnosis, scratch, policy, {});
 }
 
+FixChoice choose_fix(const Diagnosis& diagnosis, ConfigAccess& scratch, const Policy& policy,
+                     const std::set<std::size_t>& skip_steps) {
+  std::set<std::pair<std::string, std::size_t>> skip;
+  for (std::size_t step : skip_steps) skip.insert({diagnosis.id(), step});
+  return choose(diagnosis, scratch, policy, skip);
+}
+
 std::string Decision::to_json() const {
   std::string out = fmt::format("{{\"time\": \"{}\", \"attempt\": {}, \"entry\": {}, \"step\": {}, ", iso_time(time),
                                 attempt, json_quote(entry_id), step ? std::to_string(*step) : "null");
@@ -542,7 +551,7 @@ std::string Decision::to_json() const {
   }
   out += fmt::format("\"mode\": \"{}\", \"outcome\": \"{}\", \"reason\": {}, \"changes\": ", to_string(mode),
                      to_string(outcome), json_quote(reason));
-  changes_json(out, changes);
+  out += errshim::to_json(changes);
   return out + "}";
 }
 

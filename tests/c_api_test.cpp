@@ -308,7 +308,7 @@ TEST(CApi, FixAJsonConfig) {
   Str json{errshim_fix_json(f.p)};
   EXPECT_EQ(json.str().rfind("{\"applied\": true, \"entry\": \"transformers.generation.quantized_cache_unsupported\", "
                              "\"step\": 0, \"safety\": \"safe\", \"changes\": [{\"path\": \"cache_implementation\", "
-                             "\"before\": \"quantized\", \"after\": \"dynamic\"}], \"decisions\": [",
+                             "\"before\": \"quantized\", \"after\": \"dynamic\", \"created\": false}], \"decisions\": [",
                              0),
             0u)
       << json.str();
@@ -337,6 +337,32 @@ TEST(CApi, FixAYamlConfigUnderAPolicy) {
   EXPECT_EQ(std::string(errshim_fix_config_text(pinned.p)), config);
   Str why{errshim_fix_json(pinned.p)};
   EXPECT_NE(why.str().find("\"outcome\": \"refused\""), std::string::npos) << why.str();
+}
+
+// A caller's own retry loop (Python's remediate) says which steps it
+// applied before; the next allowed one is chosen, as in C++ remediate().
+TEST(CApi, FixSkippingChoosesTheNextAllowedStep) {
+  const std::string config = "cache_implementation: quantized\n";
+  Fix f;
+  ASSERT_EQ(errshim_fix_config_skipping(nullptr, kQuantized, ERRSHIM_NUL_TERMINATED, nullptr, config.c_str(),
+                                        ERRSHIM_NUL_TERMINATED, "safe,slower", nullptr, " 0 ", &f.p, nullptr),
+            ERRSHIM_OK);
+  EXPECT_EQ(errshim_fix_step(f.p), 1);
+  EXPECT_NE(std::string(errshim_fix_config_text(f.p)).find("offloaded"), std::string::npos);
+  Fix all;
+  EXPECT_EQ(errshim_fix_config_skipping(nullptr, kQuantized, ERRSHIM_NUL_TERMINATED, nullptr, config.c_str(),
+                                        ERRSHIM_NUL_TERMINATED, "safe,slower", nullptr, "0,1", &all.p, nullptr),
+            ERRSHIM_NO_FIX);
+  for (const char* bad : {"x", "-1", "1x"}) {
+    Fix b;
+    Str err;
+    EXPECT_EQ(errshim_fix_config_skipping(nullptr, kQuantized, ERRSHIM_NUL_TERMINATED, nullptr, config.c_str(),
+                                          ERRSHIM_NUL_TERMINATED, nullptr, nullptr, bad, &b.p, &err.p),
+              ERRSHIM_INVALID_ARGUMENT)
+        << bad;
+    EXPECT_NE(err.str().find(bad), std::string::npos) << err.str();
+    EXPECT_EQ(b.p, nullptr);
+  }
 }
 
 TEST(CApi, FixRefusals) {

@@ -330,6 +330,29 @@ TEST(Remediate, BundleAppliesWholeOrNotAtAll) {
   EXPECT_EQ(r.config.get({"use_flash_attn"})->text, "false");
 }
 
+TEST(ChooseFix, SkippedStepsAreNotChosenAndTheNextOneIs) {
+  const Diagnosis d = *catalog()->diagnose("This model does not support the quantized cache.");
+  ConfigTree first = ConfigTree::parse("cache_implementation: quantized\n");
+  EXPECT_EQ(choose_fix(d, first, Policy{}).step, std::optional<std::size_t>(0));
+  ConfigTree second = ConfigTree::parse("cache_implementation: quantized\n");
+  const FixChoice skipped = choose_fix(d, second, Policy{}, {0});
+  EXPECT_EQ(skipped.step, std::optional<std::size_t>(1));
+  EXPECT_EQ(second.get({"cache_implementation"})->text, "offloaded");
+  ConfigTree third = ConfigTree::parse("cache_implementation: quantized\n");
+  EXPECT_FALSE(choose_fix(d, third, Policy{}, {0, 1}).step);
+}
+
+// The one JSON shape of a change: the audit record and the C API write it.
+TEST(ChangeJson, CarriesWhetherTheKeyWasCreated) {
+  Change c;
+  c.path = {"generation_config", "cache_implementation"};
+  c.after = Value{Value::Type::string, "dynamic"};
+  c.created = true;
+  EXPECT_EQ(to_json(c), "{\"path\": \"generation_config.cache_implementation\", \"before\": null, "
+                        "\"after\": \"dynamic\", \"created\": true}");
+  EXPECT_EQ(to_json(std::vector<Change>{c, c}), "[" + to_json(c) + ", " + to_json(c) + "]");
+}
+
 TEST(Remediate, ConflictRefusesTheBundleAndTheNextStepIsTried) {
   ActionRegistry actions;
   int fallbacks = 0;

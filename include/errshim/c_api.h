@@ -175,6 +175,16 @@ ERRSHIM_C_EXPORT errshim_status errshim_fix_config(const errshim_catalog* catalo
                                                   size_t config_length, const char* allowed, const char* pinned,
                                                   errshim_fix** out, char** error);
 
+/* The same, never applying the steps in `skip` (a comma list of 0-based step
+ * numbers of the matched entry, NULL or "": none): those a caller's own retry
+ * loop applied before, so the next allowed step is chosen instead (as the
+ * C++ remediate() does). */
+ERRSHIM_C_EXPORT errshim_status errshim_fix_config_skipping(const errshim_catalog* catalog, const char* message,
+                                                           size_t message_length, const char* context,
+                                                           const char* config, size_t config_length,
+                                                           const char* allowed, const char* pinned, const char* skip,
+                                                           errshim_fix** out, char** error);
+
 ERRSHIM_C_EXPORT void errshim_fix_free(errshim_fix* fix);
 
 /* 1 when a step was applied, else 0. */
@@ -195,7 +205,7 @@ ERRSHIM_C_EXPORT const errshim_diagnosis* errshim_fix_diagnosis(const errshim_fi
 
 /* What was decided, as one line of JSON:
  * {"applied": bool, "entry": id|null, "step": n|null, "safety": s|null,
- *  "changes": [{"path", "before", "after"}], "decisions": [<Decision audit
+ *  "changes": [{"path", "before", "after", "created"}], "decisions": [<Decision audit
  *  records, one per step considered, with the reason of each refusal>]}.
  * Free with errshim_string_free; NULL only when out of memory. */
 ERRSHIM_C_EXPORT char* errshim_fix_json(const errshim_fix* fix);

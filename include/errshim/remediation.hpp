@@ -66,6 +66,10 @@ struct Change {
   // fix says `create`); a change of its own, worth telling the user.
   bool created = false;
 };
+// {"path", "before", "after", "created"}: the one JSON shape of a change (the
+// audit record, errshim_fix_json, the CLI's --json).
+std::string to_json(const Change& change);
+std::string to_json(const std::vector<Change>& changes);  // a JSON list of those
 
 // What errshim decided about one remediation step, or about an error.
 struct Decision {
@@ -133,6 +137,11 @@ struct FixChoice {
 // whose fix the policy allows and the config can take. Works on `scratch`
 // (a copy the caller owns), which holds the changes when a step is chosen.
 FixChoice choose_fix(const Diagnosis& diagnosis, ConfigAccess& scratch, const Policy& policy);
+// The same, never choosing the steps in `skip_steps` (0-based, of the
+// diagnosis' entry): those applied before in a loop the host runs itself,
+// as remediate() never applies a step twice and goes on to the next one.
+FixChoice choose_fix(const Diagnosis& diagnosis, ConfigAccess& scratch, const Policy& policy,
+                     const std::set<std::size_t>& skip_steps);
 
 // Why a fix may not be applied automatically for `diagnosis`: its text is not
 // the root cause of what the layer raised (a later chained error, a later

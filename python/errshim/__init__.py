@@ -293,7 +293,7 @@ class FixResult:
     """What fix_config decided. `applied`; `config` (the new text, in the
     input's format, or the input unchanged); `format` ("json"/"yaml");
     `entry_id`, `step` (0-based) and `safety` of the step applied; `changes`
-    ([{"path", "before", "after"}]); `decisions` (the audit record of every
+    ([{"path", "before", "after", "created"}]); `decisions` (the audit record of every
     step considered, with the reason of each refusal); `diagnosis`."""
 
     def __init__(self, handle):
@@ -428,18 +428,25 @@ def explain(exc=None, context=None, catalog=None):
     return diagnose(exception_text(exc), context=context, catalog=catalog)
 
 
-def fix_config(config, message, allowed=None, pinned=(), context=None, catalog=None):
+def fix_config(config, message, allowed=None, pinned=(), context=None, catalog=None, skip=()):
     """Applies the first remediation step the policy allows to a JSON or YAML
     config text, for the error in `message`. Returns a FixResult (falsy when
     nothing was applied: unknown error, or no step allowed). `allowed`: safety
     classes that may be applied (default "safe,slower"); `pinned`: keys no fix
-    may change. Raises ErrshimError when the config does not parse."""
+    may change; `skip`: 0-based step numbers of the matched entry not to
+    apply (those a retry loop applied before). Raises ErrshimError when the
+    config does not parse."""
     lib = _library()
     msg = _bytes(message, "message")
     cfg = _bytes(config, "config")
     handle = ctypes.c_void_p()
     error = ctypes.c_void_p()
-    code = lib.errshim_fix_config(
+    steps = []
+    for step in skip:
+        if isinstance(step, bool) or not isinstance(step, int) or step < 0:
+            raise TypeError("errshim.fix_config: skip holds 0-based step numbers, not %r" % (step,))
+        steps.append(str(step))
+    code = lib.errshim_fix_config_skipping(
         _catalog_handle(catalog),
         msg,
         len(msg),
@@ -448,6 +455,7 @@ def fix_config(config, message, allowed=None, pinned=(), context=None, catalog=N
         len(cfg),
         _comma_bytes(allowed, "allowed"),
         _comma_bytes(pinned, "pinned") if pinned else None,
+        ",".join(steps).encode() if steps else None,
         ctypes.byref(handle),
         ctypes.byref(error),
     )

@@ -228,6 +228,7 @@ _SIGNATURES = {
     "errshim_diagnosis_problem_count": (_Z, [_P]),
     "errshim_diagnosis_problem": (_S, [_P, _Z]),
     "errshim_fix_config": (_I, [_P, _S, _Z, _S, _S, _Z, _S, _S, _PP, _PP]),
+    "errshim_fix_config_skipping": (_I, [_P, _S, _Z, _S, _S, _Z, _S, _S, _S, _PP, _PP]),
     "errshim_fix_free": (None, [_P]),
     "errshim_fix_applied": (_I, [_P]),
     "errshim_fix_config_text": (_S, [_P]),

@@ -233,8 +233,10 @@ def remediate(build, config, allowed=None, pinned=(), max_retries=3, mode="autom
 
             text, dtype_paths = (current, []) if as_text else _to_json(current)
             try:
+                # A step applied before is not chosen again: the next allowed one is.
                 r = errshim.fix_config(text, errshim.exception_text(exc), allowed=allowed, pinned=pinned,
-                                       context=context, catalog=catalog)
+                                       context=context, catalog=catalog,
+                                       skip=sorted(step for eid, step in tried if eid == d.id))
             except errshim.ErrshimError as e:
                 raise give_up(exc, d, "choosing a fix failed: %s" % e) from exc
             changes = r.changes
@@ -252,8 +254,8 @@ def remediate(build, config, allowed=None, pinned=(), max_retries=3, mode="autom
                 raise give_up(exc, d, "no remediation step is allowed by the policy and usable on this "
                               "config") from exc
             if (r.entry_id, r.step) in tried:
-                # The library picks the first allowed step; one applied
-                # before is not applied again.
+                # Another entry won in the library (the root cause of the
+                # text): its step applied before is not applied again.
                 raise give_up(exc, d, "step %d was applied before and did not prevent this error"
                               % (r.step + 1)) from exc
             fix = d.remediation[r.step].fix if r.step < len(d.remediation) else None

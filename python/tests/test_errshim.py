@@ -405,7 +405,8 @@ class FixConfigTest(unittest.TestCase):
         fixed = json.loads(r.config)
         self.assertEqual(fixed, {"max_new_tokens": 64, "cache_implementation": "dynamic"})
         self.assertEqual(list(fixed), ["max_new_tokens", "cache_implementation"], "key order kept")
-        self.assertEqual(r.changes, [{"path": "cache_implementation", "before": "quantized", "after": "dynamic"}])
+        self.assertEqual(r.changes, [{"path": "cache_implementation", "before": "quantized", "after": "dynamic",
+                                      "created": False}])
         self.assertEqual(r.diagnosis.id, QUANTIZED_ID)
 
     def test_yaml(self):

@@ -278,6 +278,70 @@ INDEX_COPY_HALF = ("index_copy_(): self and source expected to have the same dty
                    "(source) Half")
 
 
+# Two entries of a host catalog: A has two steps; B's fix undoes A's first.
+TWO_STEP_CATALOG = """\
+schema: 1
+library: host
+defaults: {repo: example/host, commit: 0123456789abcdef0123456789abcdef01234567}
+entries:
+  - id: host.a
+    template: 'host error alpha'
+    source: {path: host/a.py, line: 1}
+    error_class: RuntimeError
+    kind: configuration
+    cause: c
+    trigger: t
+    remediation:
+      - text: turn x off
+        fix: {set: {x: 0}, safety: safe, reason: same output}
+      - text: turn y off
+        fix: {set: {y: 0}, safety: safe, reason: same output}
+    examples: {match: ['host error alpha']}
+  - id: host.b
+    template: 'host error beta'
+    source: {path: host/b.py, line: 1}
+    error_class: RuntimeError
+    kind: configuration
+    cause: c
+    trigger: t
+    remediation:
+      - text: x back on, z off
+        fix: {set: {x: 1, z: 0}, safety: safe, reason: same output}
+    examples: {match: ['host error beta']}
+"""
+
+
+class RemediateStepsTest(unittest.TestCase):
+    def test_an_error_back_after_another_fix_gets_its_next_step_not_a_give_up(self):
+        # A (step 0: x off), then B (its fix turns x on again), then A again:
+        # step 0 was applied before, so step 1 is the one applied, as in C++.
+        catalog = errshim.Catalog(embedded=False).add_yaml(TWO_STEP_CATALOG, "host.yaml")
+
+        def build(cfg):
+            if cfg["y"] == 0:
+                return "ok"
+            if cfg["x"] == 1:
+                raise RuntimeError("host error alpha")
+            if cfg["z"] == 1:
+                raise RuntimeError("host error beta")
+            raise RuntimeError("host error alpha")
+
+        r = errshim.remediate(build, {"x": 1, "y": 1, "z": 1}, catalog=catalog)
+        self.assertEqual(r.value, "ok")
+        self.assertEqual(r.config, {"x": 1, "y": 0, "z": 0})
+        applied = [(d["entry"], d["step"]) for d in r.report.decisions if d["outcome"] == "applied"]
+        self.assertEqual(applied, [("host.a", 0), ("host.b", 0), ("host.a", 1)])
+
+    def test_fix_config_skips_the_steps_it_is_told(self):
+        catalog = errshim.Catalog(embedded=False).add_yaml(TWO_STEP_CATALOG, "host.yaml")
+        self.assertEqual(errshim.fix_config('{"x": 1, "y": 1}', "host error alpha", catalog=catalog).step, 0)
+        r = errshim.fix_config('{"x": 1, "y": 1}', "host error alpha", catalog=catalog, skip=[0])
+        self.assertEqual(r.step, 1)
+        self.assertEqual(json.loads(r.config), {"x": 1, "y": 0})
+        with self.assertRaises(TypeError):
+            errshim.fix_config('{"x": 1}', "host error alpha", catalog=catalog, skip=[-1])
+
+
 class RemediateKindsTest(unittest.TestCase):
     """remediate() on generate() and from_pretrained() kwargs and on config
     text, with the kinds, created keys and value spellings of the C++ one."""
