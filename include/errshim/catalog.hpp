@@ -237,9 +237,9 @@ class Catalog {
   // nearest the root cause (normalize() lists segments root cause first);
   // then the earliest match in that segment; last, the smallest id. The rule
   // is total, so the result is deterministic.
-  MatchResult match(std::string_view message, const Context& context = {},
+  [[nodiscard]] MatchResult match(std::string_view message, const Context& context = {},
                     const MatchOptions& options = {}) const noexcept;
-  std::optional<Diagnosis> diagnose(std::string_view message, const Context& context = {}) const noexcept;
+  [[nodiscard]] std::optional<Diagnosis> diagnose(std::string_view message, const Context& context = {}) const noexcept;
 
   // Whether this one entry's pattern (and not its `unless` list) claims some
   // segment of `message`, regardless of which entry would win. For lint.

@@ -87,8 +87,8 @@ class CatalogStore {
   ReloadReport reload_if_changed(const ReloadOptions& options = {});
 
   // current()->match / diagnose. Never throw.
-  MatchResult match(std::string_view message, const Context& context = {}) const noexcept;
-  std::optional<Diagnosis> diagnose(std::string_view message, const Context& context = {}) const noexcept;
+  [[nodiscard]] MatchResult match(std::string_view message, const Context& context = {}) const noexcept;
+  [[nodiscard]] std::optional<Diagnosis> diagnose(std::string_view message, const Context& context = {}) const noexcept;
 
  private:
   struct Snapshot;

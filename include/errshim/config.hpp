@@ -93,7 +93,7 @@ class ConfigTree final : public ConfigAccess {
   // written in the style of its siblings; an alias to a node that changed is
   // written out in full in its place. What is returned reads back as this
   // tree; a config errshim cannot write so throws config_error instead.
-  std::string dump() const;
+  [[nodiscard]] std::string dump() const;
   // The kind, from the file name (`config.json`, `generation_config.json`)
   // or the content (`model_type`/`architectures`, `_from_model_config`);
   // unknown when neither tells. set_kind() says it outright.

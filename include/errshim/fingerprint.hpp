@@ -29,6 +29,6 @@ std::string mask_variables(std::string_view message);
 // The fingerprint of an error text: a message, or a whole log block
 // (traceback, error chain), whose root-cause segment and exception class
 // are what is fingerprinted.
-Fingerprint fingerprint(std::string_view error_text);
+[[nodiscard]] Fingerprint fingerprint(std::string_view error_text);
 
 }  // namespace errshim

@@ -33,6 +33,6 @@ struct Normalized {
 // Debug form `Msg("...")`, libtorch's `Exception raised from ...` and frame
 // lists, and log-line prefixes (timestamps, levels, logger and worker names).
 // Never throws on any input.
-Normalized normalize(std::string_view raw) noexcept;
+[[nodiscard]] Normalized normalize(std::string_view raw) noexcept;
 
 }  // namespace errshim

@@ -136,11 +136,11 @@ struct FixChoice {
 // Looks at the entry's remediation steps in catalog order and picks the first
 // whose fix the policy allows and the config can take. Works on `scratch`
 // (a copy the caller owns), which holds the changes when a step is chosen.
-FixChoice choose_fix(const Diagnosis& diagnosis, ConfigAccess& scratch, const Policy& policy);
+[[nodiscard]] FixChoice choose_fix(const Diagnosis& diagnosis, ConfigAccess& scratch, const Policy& policy);
 // The same, never choosing the steps in `skip_steps` (0-based, of the
 // diagnosis' entry): those applied before in a loop the host runs itself,
 // as remediate() never applies a step twice and goes on to the next one.
-FixChoice choose_fix(const Diagnosis& diagnosis, ConfigAccess& scratch, const Policy& policy,
+[[nodiscard]] FixChoice choose_fix(const Diagnosis& diagnosis, ConfigAccess& scratch, const Policy& policy,
                      const std::set<std::size_t>& skip_steps);
 
 // Why a fix may not be applied automatically for `diagnosis`: its text is not
