@@ -299,7 +299,7 @@ errshim_status errshim_diagnose(const errshim_catalog* catalog, const char* mess
     const std::string_view text = text_of(message, length);
     const errshim::detail::LookupClock clock;
     errshim::MatchResult r = c->match(text, ctx);
-    clock.report(errshim::LookupSite::c_api_diagnose, text, r.diagnosis ? &*r.diagnosis : nullptr);
+    clock.report(errshim::LookupSite::c_api_diagnose, text, r.diagnosis ? &*r.diagnosis : nullptr, &r.problems);
     auto d = std::make_unique<errshim_diagnosis>();
     d->diagnosis = std::move(r.diagnosis);
     d->problems = std::move(r.problems);
@@ -441,7 +441,7 @@ errshim_status errshim_fix_config_skipping(const errshim_catalog* catalog, const
     const std::string_view text = text_of(message, message_length);
     const errshim::detail::LookupClock clock;
     errshim::MatchResult m = catalog_of(catalog)->match(text, ctx);
-    clock.report(errshim::LookupSite::c_api_fix_config, text, m.diagnosis ? &*m.diagnosis : nullptr);
+    clock.report(errshim::LookupSite::c_api_fix_config, text, m.diagnosis ? &*m.diagnosis : nullptr, &m.problems);
     r->diagnosis.diagnosis = std::move(m.diagnosis);
     r->diagnosis.problems = std::move(m.problems);
     if (!r->diagnosis.diagnosis) {

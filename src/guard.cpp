@@ -65,8 +65,9 @@ void rethrow_translated_at(LookupSite site, const Catalog* catalog, const Contex
   } catch (const std::exception&) {
     const std::string text = exception_text(current);
     const LookupClock clock;
-    d = catalog->diagnose(text, context);
-    clock.report(site, text, d ? &*d : nullptr);
+    MatchResult m = catalog->match(text, context);
+    clock.report(site, text, m.diagnosis ? &*m.diagnosis : nullptr, &m.problems);
+    d = std::move(m.diagnosis);
   } catch (...) {
     // Not a std::exception: errshim cannot read it, so it passes untouched.
   }
@@ -80,9 +81,9 @@ void rethrow_translated_at(LookupSite site, const Catalog* catalog, const Contex
 
 std::optional<Diagnosis> diagnose(std::string_view message, const Catalog& catalog, const Context& context) noexcept {
   const detail::LookupClock clock;
-  std::optional<Diagnosis> d = catalog.diagnose(message, context);
-  clock.report(LookupSite::diagnose, message, d ? &*d : nullptr);
-  return d;
+  MatchResult m = catalog.match(message, context);
+  clock.report(LookupSite::diagnose, message, m.diagnosis ? &*m.diagnosis : nullptr, &m.problems);
+  return std::move(m.diagnosis);
 }
 
 std::optional<Diagnosis> diagnose(std::string_view message) noexcept {

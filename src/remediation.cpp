@@ -624,9 +624,10 @@ bool RemediationSession::on_failure(ConfigAccess& next) {
   } catch (...) {
     const std::string text = exception_text(error);
     const auto start = std::chrono::steady_clock::now();
-    d = catalog_.diagnose(text, policy_.context);
+    MatchResult m = catalog_.match(text, policy_.context);
     const auto elapsed = std::chrono::steady_clock::now() - start;
-    const MatchEvent event{text, d ? &*d : nullptr, elapsed, LookupSite::remediate};
+    d = std::move(m.diagnosis);
+    const MatchEvent event{text, d ? &*d : nullptr, elapsed, LookupSite::remediate, &m.problems};
     // Like on_decision: an observer's exception must not replace the host's error.
     try {
       if (policy_.on_match) policy_.on_match(event);

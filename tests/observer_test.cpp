@@ -67,6 +67,30 @@ TEST(LookupObserver, GuardReportsARecognisedErrorWithTheEntryThatMatched) {
   EXPECT_EQ(r.seen[0].text, kKnown);
 }
 
+// guard() and diagnose() return no MatchResult, so the observer is where a
+// host hears that matching met a problem (here: the input cut to its cap).
+TEST(LookupObserver, MatchingProblemsReachTheObserverFromEveryCallStyle) {
+  std::vector<std::pair<LookupSite, std::vector<std::string>>> seen;
+  std::mutex mutex;
+  ObserverHandle h = observe_lookups([&](const MatchEvent& e) {
+    std::lock_guard<std::mutex> lock(mutex);
+    seen.push_back({e.site, e.problems ? *e.problems : std::vector<std::string>{}});
+  });
+  const std::string huge = std::string(kKnown) + "\n" + std::string(2u << 20, 'x');
+  EXPECT_THROW(guard([&]() -> int { throw std::runtime_error(huge); }, catalog()), translated_error);
+  (void)diagnose(huge, catalog());
+  (void)diagnose("short and unknown", catalog());
+  h.reset();
+  ASSERT_EQ(seen.size(), 3u);
+  for (std::size_t i = 0; i < 2; ++i) {
+    ASSERT_FALSE(seen[i].second.empty()) << to_string(seen[i].first);
+    EXPECT_NE(seen[i].second.front().find("cut to its first and last"), std::string::npos) << seen[i].second.front();
+  }
+  EXPECT_EQ(seen[0].first, LookupSite::guard);
+  EXPECT_EQ(seen[1].first, LookupSite::diagnose);
+  EXPECT_TRUE(seen[2].second.empty());
+}
+
 TEST(LookupObserver, RethrowTranslatedReportsItsOwnSite) {
   Recorder r;
   try {

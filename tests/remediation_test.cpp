@@ -450,7 +450,7 @@ TEST(Remediate, DigitsCapturedForATextKeyStayText) {
   EXPECT_EQ(*scratch.get({"model_tag"}), (Value{Value::Type::string, "123"}));  // the config holds text there
   EXPECT_EQ(*scratch.get({"revision"}), (Value{Value::Type::integer, "7"}));    // and a number here
   ConfigTree fresh = ConfigTree::parse("other: 1\n");
-  choose_fix(d, fresh, Policy{});
+  (void)choose_fix(d, fresh, Policy{});
   EXPECT_EQ(*fresh.get({"model_tag"}), (Value{Value::Type::string, "123"}));  // absent: text, as captured
 }
 

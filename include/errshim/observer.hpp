@@ -21,8 +21,10 @@
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <string>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 #include "errshim/diagnosis.hpp"
 
@@ -47,6 +49,11 @@ struct MatchEvent {
   const Diagnosis* diagnosis = nullptr;  // null: the catalog does not know the error
   std::chrono::nanoseconds elapsed{0};   // the lookup alone
   LookupSite site = LookupSite::remediate;
+  // What went wrong while matching without stopping it (an entry hit the
+  // regex complexity limit, the input was cut to the size cap): the host's
+  // one way to hear of it from guard() and diagnose(), whose results do not
+  // carry it. Null or empty: nothing.
+  const std::vector<std::string>* problems = nullptr;
 };
 
 using LookupObserver = std::function<void(const MatchEvent&)>;
@@ -93,8 +100,9 @@ class LookupClock {
   LookupClock() noexcept : on_(lookups_observed()) {
     if (on_) start_ = std::chrono::steady_clock::now();
   }
-  void report(LookupSite site, std::string_view text, const Diagnosis* diagnosis) const noexcept {
-    if (on_) report_lookup(MatchEvent{text, diagnosis, std::chrono::steady_clock::now() - start_, site});
+  void report(LookupSite site, std::string_view text, const Diagnosis* diagnosis,
+              const std::vector<std::string>* problems = nullptr) const noexcept {
+    if (on_) report_lookup(MatchEvent{text, diagnosis, std::chrono::steady_clock::now() - start_, site, problems});
   }
 
  private:
