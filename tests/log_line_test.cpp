@@ -220,6 +220,43 @@ struct Corpus {
   std::string text;
 };
 
+// The string literals of a test source (normalize_test's and scan_test's
+// inputs), escapes decoded; a literal split across source lines is read
+// piece by piece, which still gives whole lines where its pieces end in "\n".
+std::vector<std::string> string_literals(const std::string& src) {
+  std::vector<std::string> out;
+  for (std::size_t i = 0; i < src.size(); ++i) {
+    if (src[i] == '/' && i + 1 < src.size() && src[i + 1] == '/') {  // a comment: to the line end
+      i = src.find('\n', i);
+      if (i == std::string::npos) break;
+      continue;
+    }
+    if (src[i] == '\'') {  // a character literal: skip it
+      i += (i + 1 < src.size() && src[i + 1] == '\\') ? 3 : 2;
+      continue;
+    }
+    if (src[i] != '"') continue;
+    std::string lit;
+    for (++i; i < src.size() && src[i] != '"'; ++i) {
+      if (src[i] != '\\' || i + 1 >= src.size()) {
+        lit += src[i];
+        continue;
+      }
+      const char e = src[++i];
+      if (e == 'n') lit += '\n';
+      else if (e == 't') lit += '\t';
+      else if (e == 'r') lit += '\r';
+      else if (e == '0') lit += '\0';
+      else if (e == 'x' && i + 2 < src.size()) {
+        lit += static_cast<char>(std::stoi(src.substr(i + 1, 2), nullptr, 16));
+        i += 2;
+      } else lit += e;
+    }
+    out.push_back(std::move(lit));
+  }
+  return out;
+}
+
 std::vector<Corpus> corpora() {
   std::vector<Corpus> out;
   const fs::path root(ERRSHIM_SOURCE_DIR);
@@ -227,6 +264,8 @@ std::vector<Corpus> corpora() {
     for (const auto& e : fs::directory_iterator(root / dir))
       if (e.is_regular_file()) out.push_back({e.path().string(), read_file(e.path())});
   }
+  for (const char* test : {"tests/normalize_test.cpp", "tests/scan_test.cpp"})
+    for (std::string& lit : string_literals(read_file(root / test))) out.push_back({test, std::move(lit)});
   std::vector<fs::path> yamls;
   for (const char* dir : {"tests/data/realworld", "tests/data/corpus"})
     for (const auto& e : fs::directory_iterator(root / dir))
@@ -250,19 +289,21 @@ std::string show(const ll::LineClass& c) {
 }
 
 TEST(LogLine, NormaliserAndScannerClassifyEveryCorpusLineAlike) {
-  std::size_t lines = 0, marked = 0, prefixed = 0;
+  std::size_t lines = 0, from_tests = 0, marked = 0, prefixed = 0;
   for (const Corpus& c : corpora()) {
     for (const std::string& line : lines_of(c.text)) {
       const ll::LineClass n = ll::normaliser_class(line);
       const ll::LineClass s = ll::scanner_class(line);
       EXPECT_EQ(n, s) << c.where << ": " << line << "\n  normaliser " << show(n) << "\n  scanner    " << show(s);
       ++lines;
+      from_tests += c.where.size() > 4 && c.where.compare(c.where.size() - 4, 4, ".cpp") == 0;
       marked += n.marker != Marker::none;
       prefixed += n.prefix > 0;
     }
   }
   // The corpora are there and hold the lines this is about.
   EXPECT_GT(lines, 5000u);
+  EXPECT_GT(from_tests, 300u);
   EXPECT_GT(marked, 500u);
   EXPECT_GT(prefixed, 200u);
 }
