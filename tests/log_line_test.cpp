@@ -182,6 +182,18 @@ TEST(LogLine, NormaliserStripsTheLoggerNamesTheScannerStrips) {
             std::vector<std::string>{"model not loaded|"});
 }
 
+// The scanner opened a traceback on a header after other text (a progress
+// bar, DataLoader's "Original Traceback"); the normaliser read the header only
+// on a line of its own.
+TEST(LogLine, NormaliserReadsATracebackHeaderAfterOtherText) {
+  EXPECT_EQ(segment_texts("loading 50%|#####     | 1/2 [00:01<00:01]Traceback (most recent call last):\n"
+                          "worker.Stopped: the batch was cancelled\n"),
+            std::vector<std::string>{"the batch was cancelled|worker.Stopped"});
+  // With no exception after it, the line stays message text.
+  EXPECT_EQ(segment_texts("Original Traceback (most recent call last):\nnothing else"),
+            std::vector<std::string>{"Original Traceback (most recent call last):\nnothing else|"});
+}
+
 // ------------------------------------------------------------ every corpus line
 
 std::vector<std::string> lines_of(const std::string& text) {
