@@ -8,15 +8,7 @@
 namespace errshim::log_line {
 namespace {
 
-using detail::ends_with;
-using detail::is_alpha;
-using detail::is_blank;
-using detail::is_digit;
-using detail::is_ident;
-using detail::is_lower;
-using detail::is_upper;
-using detail::ltrim;
-using detail::starts_with;
+using namespace detail;  // chars.hpp and text.hpp
 constexpr std::size_t npos = sv::npos;
 
 constexpr std::size_t kMaxPrefixTokens = 12;  // log prefixes never nest deeper in practice

@@ -76,20 +76,9 @@ using detail::is_digit;
 using detail::ltrim;
 using detail::rtrim;
 using detail::trim;
-using log_line::indented;
-using log_line::is_backtrace_header;
-using log_line::is_c10_frame;
-using log_line::is_c10_raised;
-using log_line::is_caused_by;
-using log_line::is_chain_marker;
-using log_line::is_panic;
-using log_line::is_rust_error;
-using log_line::is_rust_note;
-using log_line::is_terminate;
-using log_line::is_traceback_header;
-using log_line::Level;
-using log_line::read_prefix;
-using log_line::traceback_header_at;
+// The line grammar (log_line.hpp) is this file's vocabulary; the rules here
+// only say where a block opens, goes on and ends.
+using namespace log_line;
 
 // Whether `line` begins with text shaped like `prefix`: equal but for
 // digits, which may differ (timestamps, pids).
