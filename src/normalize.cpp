@@ -6,6 +6,7 @@
 
 #include "errshim/normalize.hpp"
 #include "chars.hpp"
+#include "log_line.hpp"
 #include "text.hpp"
 #include "utf8.hpp"
 
@@ -24,22 +25,16 @@ namespace {
 using sv = std::string_view;
 constexpr std::size_t npos = sv::npos;
 
-constexpr std::size_t kMaxPrefixTokens = 12;   // log prefixes never nest deeper in practice
-constexpr std::size_t kMaxTagBytes = 128;      // longest "[...]" / "(...)" taken for a log tag
-constexpr std::size_t kMaxClassBytes = 256;    // longest Python exception class name
 constexpr std::size_t kMaxLookBack = 256;      // lines taken above a c10 backtrace or "Caused by:"
 constexpr std::size_t kMaxOldPanicLines = 64;  // lines an old-style quoted panic message may span
 constexpr int kMaxDebugDepth = 8;              // nesting followed in a Rust Debug value
 
 // ------------------------------------------------------------------ text helpers
 
-using detail::is_alpha;
 using detail::is_blank;
 using detail::is_digit;
 using detail::is_ident;
-using detail::is_lower;
 using detail::is_upper;
-using detail::ends_with;
 using detail::is_space;
 using detail::ltrim;
 using detail::rtrim;
@@ -48,22 +43,7 @@ using detail::trim;
 bool is_continuation(char c) { return (static_cast<unsigned char>(c) & 0xC0u) == 0x80u; }
 char to_lower(char c) { return is_upper(c) ? static_cast<char>(c - 'A' + 'a') : c; }
 
-bool iequals(sv a, sv b) {
-  if (a.size() != b.size()) return false;
-  for (std::size_t i = 0; i < a.size(); ++i)
-    if (to_lower(a[i]) != to_lower(b[i])) return false;
-  return true;
-}
-// For a handful of literal characters, tested per byte in loops: a plain
-// loop, not a memchr call each time.
-bool contains(sv s, char c) {
-  for (char x : s)
-    if (x == c) return true;
-  return false;
-}
-
 std::size_t leading_blanks(sv s) { return s.size() - ltrim(s).size(); }
-bool indented(sv s) { return !s.empty() && is_blank(s[0]); }
 
 // Number of consecutive digits at p, counting at most `max`.
 std::size_t count_digits(sv s, std::size_t p, std::size_t max) {
@@ -159,23 +139,11 @@ void append_clean(std::string& out, sv in) {
     const std::size_t stop = std::min(next_nul, next_esc);
     out.append(in.data() + i, stop - i);
     if (stop >= n) break;
-    i = stop + 1;  // the NUL or ESC itself is always dropped
-    if (in[stop] == '\0') continue;
-    if (i >= n) break;
-    const char kind = in[i];
-    if (kind == '[') {  // CSI: parameters and intermediates, then one final byte
-      ++i;
-      while (i < n && in[i] >= 0x20 && in[i] <= 0x3F) ++i;
-      if (i < n && in[i] >= 0x40 && in[i] <= 0x7E) ++i;
-    } else if (kind == ']') {  // OSC (hyperlinks, titles): up to BEL or ESC '\', never past a line
-      ++i;
-      while (i < n && in[i] != '\a' && in[i] != '\x1b' && in[i] != '\n') ++i;
-      if (i < n && in[i] == '\a') ++i;
-      else if (i + 1 < n && in[i] == '\x1b' && in[i + 1] == '\\') i += 2;
-    } else {  // other short escapes: intermediates, then one final byte
-      while (i < n && in[i] >= 0x20 && in[i] <= 0x2F) ++i;
-      if (i < n && in[i] >= 0x30 && in[i] <= 0x7E) ++i;
+    if (in[stop] == '\0') {
+      i = stop + 1;  // the NUL itself is dropped
+      continue;
     }
+    i = log_line::escape_end(in, stop);
   }
 }
 
@@ -203,300 +171,20 @@ void for_each_line(sv s, OnLine&& on_line) {
 
 // ----------------------------------------------------------------- log prefixes
 
-// Timestamps: "2026-11-30 10:01:42,123", "2026-11-30T10:01:42.123Z",
-// "2026/11/30 10:01:42+01:00", or a time alone "10:01:42". Returns the end;
-// `dated` tells whether a date came first.
-std::size_t match_timestamp(sv s, std::size_t p, bool* dated_out = nullptr) {
-  std::size_t q = p;
-  bool dated = false;
-  if (count_digits(s, q, 5) == 4 && q + 4 < s.size() && (s[q + 4] == '-' || s[q + 4] == '/')) {
-    const char sep = s[q + 4];
-    q += 5;
-    if (count_digits(s, q, 3) != 2 || q + 2 >= s.size() || s[q + 2] != sep) return npos;
-    q += 3;
-    if (count_digits(s, q, 3) != 2) return npos;
-    q += 2;
-    if (q >= s.size() || (s[q] != ' ' && s[q] != 'T')) return npos;  // a date alone may be message text
-    ++q;
-    dated = true;
-  }
-  if (count_digits(s, q, 3) != 2 || q + 2 >= s.size() || s[q + 2] != ':') return npos;
-  q += 3;
-  if (count_digits(s, q, 3) != 2) return npos;
-  q += 2;
-  if (q + 2 < s.size() && s[q] == ':' && count_digits(s, q + 1, 3) == 2) {
-    q += 3;
-  } else if (!dated) {
-    return npos;  // "12:30" alone is too common inside messages
-  }
-  if (q < s.size() && (s[q] == '.' || s[q] == ',')) {
-    const std::size_t d = count_digits(s, q + 1, 12);
-    if (d > 0) q += 1 + d;
-  }
-  if (q < s.size() && s[q] == 'Z') {
-    ++q;
-  } else if (q < s.size() && (s[q] == '+' || s[q] == '-') && count_digits(s, q + 1, 3) == 2) {
-    std::size_t z = q + 3;
-    if (z < s.size() && s[z] == ':') ++z;
-    q = count_digits(s, z, 3) == 2 ? z + 2 : q + 3;
-  } else if (starts_with(s.substr(q), " UTC")) {
-    q += 4;
-  }
-  if (q < s.size() && is_ident(s[q])) return npos;
-  if (dated_out != nullptr) *dated_out = dated;
-  return q;
-}
-
-// Level words. Bare ones must be upper case so "Error: ..." (Rust) and
-// ordinary message words stay; inside brackets "[error]" any case is a level.
-std::size_t match_level(sv s, std::size_t p, bool any_case) {
-  static constexpr sv kLevels[] = {"CRITICAL", "DEBUG", "ERR",  "ERROR", "FATAL",
-                                   "INFO",     "NOTICE", "TRACE", "WARN",  "WARNING"};
-  std::size_t q = p;
-  while (q < s.size() && is_alpha(s[q]) && q - p < 9) ++q;
-  if (q == p || (q < s.size() && (is_ident(s[q]) || s[q] == '-'))) return npos;
-  const sv word = s.substr(p, q - p);
-  // Cheap rejections first: the levels' lengths, and bare levels are upper case.
-  if (word.size() < 3 || word.size() > 8 || (!any_case && !is_upper(word[1]))) return npos;
-  bool found = false;
-  // Compared here, byte by byte: a word this short is not worth a memcmp call.
-  for (sv level : kLevels) {
-    if (word.size() != level.size()) continue;
-    std::size_t i = 0;
-    while (i < word.size() && (any_case ? to_lower(word[i]) == to_lower(level[i]) : word[i] == level[i])) ++i;
-    found = found || i == word.size();
-  }
-  if (!found) return npos;
-  if (q == s.size() || is_blank(s[q]) || s[q] == '|') return q;
-  if (!any_case && s[q] == ':') return q;
-  return npos;
-}
-
-// A time with no date starts a log line only when it looks like one: with
-// fractional seconds, or a level or separator after it. "12:30:00 is not a
-// valid time" stays a message.
-bool time_alone_is_prefix(sv s, std::size_t p, std::size_t end) {
-  if (sv(s.substr(p, end - p)).find_first_of(".,") != npos) return true;
-  std::size_t r = end;
-  while (r < s.size() && is_blank(s[r])) ++r;
-  return r < s.size() && (contains("|-[]", s[r]) || match_level(s, r, false) != npos);
-}
-
-// "file.cc:12", "ProcessGroupNCCL.cpp:1250": a source location without blanks.
-std::size_t match_location(sv s, std::size_t p) {
-  std::size_t q = p;
-  while (q < s.size() && q - p < 256 && (is_ident(s[q]) || contains("./<>+-", s[q]))) ++q;
-  if (q == p || q >= s.size() || s[q] != ':') return npos;
-  const std::size_t d = count_digits(s, q + 1, 10);
-  return d == 0 ? npos : q + 1 + d;
-}
-
-// glog / c10 logging header without its closing bracket:
-// "E1130 10:01:42.123456  1234 file.cc:12" (thread id optional, 8-digit dates too).
-std::size_t match_glog(sv s, std::size_t p) {
-  if (p >= s.size() || !contains("IWEF", s[p])) return npos;
-  const std::size_t d = count_digits(s, p + 1, 9);
-  if (d != 4 && d != 8) return npos;
-  std::size_t q = p + 1 + d;
-  if (q >= s.size() || s[q] != ' ') return npos;
-  q = match_timestamp(s, q + 1);
-  if (q == npos || q >= s.size() || !is_blank(s[q])) return npos;
-  while (q < s.size() && is_blank(s[q])) ++q;
-  const std::size_t tid = count_digits(s, q, 12);
-  if (tid > 0 && q + tid < s.size() && is_blank(s[q + tid])) {
-    q += tid;
-    while (q < s.size() && is_blank(s[q])) ++q;
-  }
-  return match_location(s, q);
-}
-
-// What may stand inside "[...]" at a line start and be a log record header.
-bool bracket_is_record(sv c) {
-  const std::size_t t = match_timestamp(c, 0);
-  if (t != npos) {
-    const sv rest = ltrim(c.substr(t));
-    return rest.empty() || match_level(rest, 0, true) != npos;  // env_logger: [ts LEVEL target]
-  }
-  if (match_level(c, 0, true) != npos) return true;  // [error], [INFO|modeling_utils.py:123]
-  if (match_glog(c, 0) == c.size()) return true;      // [W1130 10:01:42.386 ProcessGroupNCCL.cpp:1250]
-  // c10 warnings: "[W reducer.cpp:1389]"
-  return c.size() > 2 && contains("IWEF", c[0]) && c[1] == ' ' && match_location(c, 2) == c.size();
-}
-
-// "[rank0]", "[worker 2]", "[gpu-1]", "[local_rank=3]"; never "[Errno 2]",
-// which starts OSError messages.
-bool bracket_is_worker(sv c) {
-  std::size_t q = 0;
-  while (q < c.size() && (is_alpha(c[q]) || c[q] == '_')) ++q;
-  if (q == 0 || q > 24 || iequals(c.substr(0, q), "errno")) return false;
-  if (q < c.size() && contains(" -=:", c[q])) ++q;
-  const std::size_t d = count_digits(c, q, 7);
-  return d > 0 && q + d == c.size();
-}
-
-// record: part of a log record header (timestamp, logger); level: a level
-// word, padded to a column; tag: the process or container a line came from.
-enum class Token { none, record, level, tag };
-
-struct Match {
-  std::size_t end = npos;
-  Token kind = Token::none;
-};
-
-Match match_bracket(sv s, std::size_t p) {
-  const std::size_t limit = std::min(s.size(), p + kMaxTagBytes);
-  std::size_t q = p + 1;
-  while (q < limit && s[q] != ']' && s[q] != '[') ++q;
-  if (q >= limit || s[q] != ']') return {};
-  const sv content = s.substr(p + 1, q - p - 1);
-  if (bracket_is_record(content)) return {q + 1, Token::record};
-  if (bracket_is_worker(content)) return {q + 1, Token::tag};
-  return {};
-}
-
-// Ray: "(RayWorker pid=123)", "(pid=4242, ip=10.0.0.2)".
-std::size_t match_ray(sv s, std::size_t p) {
-  const std::size_t limit = std::min(s.size(), p + kMaxTagBytes);
-  std::size_t q = p + 1;
-  while (q < limit && s[q] != ')' && s[q] != '(') ++q;
-  if (q >= limit || s[q] != ')') return npos;
-  const sv content = s.substr(p + 1, q - p - 1);
-  const std::size_t pid = content.find("pid=");
-  return (pid != npos && count_digits(content, pid + 4, 1) == 1) ? q + 1 : npos;
-}
-
-// docker compose: "worker-3  | ". The name needs a digit, '-' or '_' so that
-// an ordinary "word | word" message line is left alone.
-std::size_t match_compose(sv s, std::size_t p) {
-  if (!is_alpha(s[p])) return npos;
-  std::size_t q = p;
-  bool marked = false;
-  while (q < s.size() && q - p < 64 && (is_ident(s[q]) || s[q] == '-' || s[q] == '.')) {
-    marked = marked || is_digit(s[q]) || s[q] == '-' || s[q] == '_';
-    ++q;
-  }
-  if (!marked || q >= s.size() || !is_blank(s[q])) return npos;
-  std::size_t r = q;
-  while (r < s.size() && is_blank(s[r])) ++r;
-  return (r < s.size() && s[r] == '|' && (r + 1 == s.size() || is_blank(s[r + 1]))) ? q : npos;
-}
-
-// Python logging "ERROR:root:" / "ERROR:transformers.generation:": the logger
-// name glued to the level. Returns the bytes to add after the level.
-std::size_t python_logger_suffix(sv s, std::size_t level_end) {
-  std::size_t q = level_end;
-  if (q + 1 >= s.size() || s[q] != ':' || is_blank(s[q + 1])) return 0;
-  ++q;
-  const std::size_t start = q;
-  while (q < s.size() && q - start < 128 && (is_ident(s[q]) || contains(".-<>", s[q]))) ++q;
-  return (q > start && q < s.size() && s[q] == ':') ? q + 1 - level_end : 0;
-}
-
-// Python "%(asctime)s - %(name)s - %(levelname)s - ..." and loguru
-// "module:function:42 - ": a logger name or location followed by " - " or " | ".
-// Taken only after a timestamp, so "model.generate - failed" in a message stays.
-std::size_t match_logger(sv s, std::size_t p) {
-  std::size_t q = p;
-  bool qualified = false;
-  while (q < s.size() && q - p < 128 && (is_ident(s[q]) || contains(".:<>/-", s[q]))) {
-    qualified = qualified || s[q] == '.' || s[q] == ':';
-    ++q;
-  }
-  const sv name = s.substr(p, q - p);
-  if (name.empty() || !(qualified || name == "root" || name == "__main__")) return npos;
-  std::size_t r = q;
-  while (r < s.size() && is_blank(s[r])) ++r;
-  if (r == q || r >= s.size() || (s[r] != '-' && s[r] != '|')) return npos;
-  return (r + 1 == s.size() || is_blank(s[r + 1])) ? q : npos;
-}
-
-// Rust tracing target after the level: "candle_examples::mistral:". Needs "::"
-// so one ordinary word followed by a colon is never taken.
-std::size_t match_tracing_target(sv s, std::size_t p) {
-  std::size_t q = p;
-  bool path = false;
-  while (true) {
-    const std::size_t start = q;
-    while (q < s.size() && (is_lower(s[q]) || is_digit(s[q]) || s[q] == '_')) ++q;
-    if (q == start || is_digit(s[start])) return npos;
-    if (q + 1 < s.size() && s[q] == ':' && s[q + 1] == ':') {
-      q += 2;
-      path = true;
-      continue;
-    }
-    break;
-  }
-  return (path && q < s.size() && s[q] == ':' && (q + 1 == s.size() || is_blank(s[q + 1]))) ? q : npos;
-}
-
-// After a prefix token: its separator (" - ", " | ", ":") and one blank. Only
-// one, because a tagged traceback line keeps its own indentation after the
-// tag ("[rank0]:   File ...") and frames are told apart by it.
-std::size_t skip_separator(sv s, std::size_t end) {
-  std::size_t r = end;
-  while (r < s.size() && is_blank(s[r])) ++r;
-  const bool sep = r < s.size() && (s[r] == '|' || s[r] == ':' ||
-                                    (s[r] == '-' && (r + 1 == s.size() || is_blank(s[r + 1]))));
-  if (!sep) return (end < s.size() && is_blank(s[end])) ? end + 1 : end;
-  ++r;
-  return (r < s.size() && is_blank(s[r])) ? r + 1 : r;
-}
-
 struct Prefix {
   std::size_t length = 0;
   std::uint64_t signature = 0;  // the prefix with digits and blanks removed, hashed
 };
 
-// Removes log-line prefixes, repeatedly, from the line start. The signature
-// lets a parser tell its own block's lines (same prefix shape, e.g. every line
-// "[rank0]:") from interleaved log records (a timestamp appears).
+// Removes log-line prefixes (log_line.hpp). The signature lets a parser tell
+// its own block's lines (same prefix shape, e.g. every line "[rank0]:") from
+// interleaved log records (a timestamp appears).
 Prefix strip_prefix(sv s) {
-  // Every prefix token starts with '[', '(', a digit (time) or a letter
-  // (level, glog header, compose name): frames, code and blank lines end here.
-  if (s.empty() || !(is_alpha(s[0]) || is_digit(s[0]) || s[0] == '[' || s[0] == '(')) return {};
-  std::size_t pos = 0;
-  bool any = false;
-  bool saw_timestamp = false;
-  Token last = Token::none;
-  for (std::size_t k = 0; k < kMaxPrefixTokens; ++k) {
-    std::size_t q = pos;
-    if (any)
-      while (q < s.size() && is_blank(s[q])) ++q;
-    if (q >= s.size()) break;
-    Match m;
-    if (s[q] == '[') m = match_bracket(s, q);
-    if (m.end == npos && s[q] == '(') m = {match_ray(s, q), Token::tag};
-    if (m.end == npos) {
-      bool dated = false;
-      const std::size_t e = match_timestamp(s, q, &dated);
-      if (e != npos && (dated || time_alone_is_prefix(s, q, e))) {
-        m = {e, Token::record};
-        saw_timestamp = true;
-      }
-    }
-    if (m.end == npos) {
-      const std::size_t g = match_glog(s, q);
-      if (g != npos && g < s.size() && s[g] == ']') m = {g + 1, Token::record};
-    }
-    if (m.end == npos) {
-      const std::size_t e = match_level(s, q, false);
-      if (e != npos) m = {e + python_logger_suffix(s, e), Token::level};
-    }
-    if (m.end == npos && last == Token::record) m = {match_tracing_target(s, q), Token::record};
-    if (m.end == npos && last == Token::record && saw_timestamp) m = {match_logger(s, q), Token::record};
-    if (m.end == npos) m = {match_compose(s, q), Token::tag};
-    if (m.end == npos) break;
-    pos = skip_separator(s, m.end);
-    if (m.kind == Token::level)  // "%(levelname)-8s" pads; the message never starts indented
-      while (pos < s.size() && is_blank(s[pos])) ++pos;
-    any = true;
-    last = m.kind == Token::level ? Token::record : m.kind;
-  }
   Prefix out;
-  out.length = pos;
-  if (pos > 0) {
+  out.length = log_line::read_prefix(s).length;
+  if (out.length > 0) {
     std::uint64_t h = 1469598103934665603ull;  // FNV-1a
-    for (std::size_t i = 0; i < pos; ++i) {
+    for (std::size_t i = 0; i < out.length; ++i) {
       if (is_digit(s[i]) || is_blank(s[i])) continue;
       h = (h ^ static_cast<unsigned char>(s[i])) * 1099511628211ull;
     }
@@ -507,65 +195,29 @@ Prefix strip_prefix(sv s) {
 
 // ------------------------------------------------------------- line predicates
 
-constexpr sv kTracebackHeader = "Traceback (most recent call last):";
-constexpr sv kDirectCause = "The above exception was the direct cause of the following exception:";
-constexpr sv kDuringHandling = "During handling of the above exception, another exception occurred:";
-constexpr sv kC10Raised = "Exception raised from ";
-constexpr sv kTerminate = "terminate called after throwing an instance of '";
+using log_line::ExceptionLine;
+using log_line::indented;
+using log_line::is_backtrace_header;
+using log_line::is_c10_frame;
+using log_line::is_c10_raised;
+using log_line::is_caused_by;
+using log_line::is_chain_marker;
+using log_line::is_numbered;
+using log_line::is_py_frame;
+using log_line::is_rust_error;
+using log_line::is_rust_frame;
+using log_line::is_rust_note;
+using log_line::is_terminate;
+using log_line::is_traceback_header;
+using log_line::kTerminate;
+using log_line::panic_rest;
+
 constexpr sv kUnwrapErr = "called `Result::unwrap()` on an `Err` value: ";
 
-bool is_traceback_header(sv t) { return ltrim(t) == kTracebackHeader; }
-bool is_chain_marker(sv t) {
-  const sv x = ltrim(t);
-  return x == kDirectCause || x == kDuringHandling;
-}
-bool is_py_frame(sv t) { return indented(t) && starts_with(ltrim(t), "File \""); }
-bool is_rust_error(sv t) { return t == "Error:" || starts_with(t, "Error: "); }
-bool is_caused_by(sv t) { return t == "Caused by:"; }
-bool is_rust_backtrace_header(sv t) {
-  return t == "Stack backtrace:" || t == "stack backtrace:" || t == "Backtrace:";
-}
-// Lines Rust tooling prints after an error that are never part of it.
-bool is_rust_note(sv t) {
-  return starts_with(t, "note: ") || starts_with(t, "Backtrace omitted") ||
-         starts_with(t, "Run with RUST_BACKTRACE") || starts_with(t, "Run with COLORBT_SHOW_HIDDEN");
-}
-bool is_c10_raised(sv t) { return starts_with(t, kC10Raised); }
-bool is_c10_frame(sv t) {
-  return (starts_with(t, "frame #") && count_digits(t, 7, 1) == 1) || t == "<omitting python frames>";
-}
-
-// "N: " with N digits: a numbered anyhow cause, or a Rust backtrace frame.
-bool is_numbered(sv t) {
-  const std::size_t d = count_digits(t, 0, 6);
-  return d > 0 && d < t.size() && t[d] == ':' && (d + 1 == t.size() || t[d + 1] == ' ');
-}
 // Column of the colon of an indented numbered line, npos otherwise.
 std::size_t numbered_colon(sv t) {
   const std::size_t lead = leading_blanks(t);
   return is_numbered(t.substr(lead)) ? lead + count_digits(t, lead, 6) : npos;
-}
-// A Rust backtrace line: "   3: candle_core::tensor::Tensor::matmul" or "at src/x.rs:1:2".
-bool is_rust_frame(sv t) {
-  const sv x = ltrim(t);
-  return is_numbered(x) || starts_with(x, "at ");
-}
-
-// The part after " panicked at " of "thread 'main' panicked at ..." (newer
-// Rust prints "thread 'main' (1234) panicked at").
-std::optional<sv> panic_rest(sv t) {
-  constexpr sv kPanicked = " panicked at ";
-  if (!starts_with(t, "thread '")) return std::nullopt;
-  const std::size_t k = t.find(kPanicked, 8);
-  if (k == npos || k == 8) return std::nullopt;
-  const char before = t[k - 1];
-  if (before != '\'' && before != ')') return std::nullopt;
-  return t.substr(k + kPanicked.size());
-}
-
-bool is_terminate(sv t) {
-  return starts_with(t, kTerminate) ||
-         (starts_with(t, "libc++abi") && t.find(" uncaught exception of type ") != npos);
 }
 
 // Lines that open a wrapper of their own, so they end any message before them.
@@ -585,54 +237,6 @@ std::size_t old_panic_end(sv line) {
   const std::size_t c1 = loc.rfind(':', c2 - 1);
   if (c1 == npos || c1 == 0 || count_digits(loc, c1 + 1, 10) != c2 - c1 - 1 || c1 + 1 == c2) return npos;
   return k;
-}
-
-// --------------------------------------------------------------- Python classes
-
-struct ExceptionLine {
-  sv cls;
-  sv message;
-};
-
-// "ValueError: msg", "torch.OutOfMemoryError: msg", "KeyboardInterrupt",
-// "ray.exceptions.RayTaskError(ValueError): msg". `strict` is for a line with
-// no traceback above it: then the class must read like an exception class.
-std::optional<ExceptionLine> parse_exception_line(sv t, bool strict) {
-  if (t.empty() || !(is_alpha(t[0]) || t[0] == '_')) return std::nullopt;
-  std::size_t q = 0;
-  int parens = 0;
-  while (q < t.size() && q < kMaxClassBytes) {
-    const char c = t[q];
-    if (is_ident(c) || c == '.' || c == '<' || c == '>') {
-      ++q;
-    } else if (c == '(') {
-      ++parens;
-      ++q;
-    } else if (c == ')' && parens > 0) {
-      --parens;
-      ++q;
-    } else {
-      break;
-    }
-  }
-  if (parens != 0) return std::nullopt;
-  const sv cls = t.substr(0, q);
-  if (cls.back() == '.' || cls.find("..") != npos) return std::nullopt;
-  ExceptionLine out{cls, {}};
-  if (q < t.size()) {
-    if (t[q] != ':' || (q + 1 < t.size() && t[q + 1] != ' ')) return std::nullopt;
-    out.message = t.substr(std::min(q + 2, t.size()));
-  } else if (strict) {
-    return std::nullopt;  // one bare word is no evidence of an exception
-  }
-  if (strict) {
-    sv base = cls.substr(0, cls.find('('));
-    const std::size_t dot = base.rfind('.');
-    if (dot != npos) base = base.substr(dot + 1);
-    if (base.empty() || !is_upper(base[0]) || base == "Error") return std::nullopt;  // "Error:" is Rust
-    if (!ends_with(base, "Error") && !ends_with(base, "Exception")) return std::nullopt;
-  }
-  return out;
 }
 
 // ------------------------------------------------------------ Rust Debug values
@@ -844,6 +448,14 @@ class Parser {
       return i + 1;
     }
     if (is_traceback_header(t)) return parse_traceback(i + 1, sig(i));
+    if (log_line::traceback_header_at(t) != npos) {
+      // A header after text of its own ("Original Traceback ...", a progress
+      // bar): the text stays in the fallback when no exception follows.
+      const std::size_t found = out_.size();
+      const std::size_t next = parse_traceback(i + 1, sig(i));
+      plain_[i] = out_.size() == found;
+      return next;
+    }
     if (is_py_frame(t)) return parse_traceback(i, sig(i));  // header lost, e.g. in the cut middle
     if (is_chain_marker(t)) return i + 1;
     if (is_rust_error(t)) return parse_rust_error(i);
@@ -851,7 +463,7 @@ class Parser {
     if (auto rest = panic_rest(t)) return parse_panic(i, *rest);
     if (is_terminate(t)) return parse_terminate(i);
     if (is_c10_raised(t) || is_c10_frame(t)) return parse_c10_backtrace(i);
-    if (auto exc = parse_exception_line(t, true)) return parse_python_exception(i, *exc);
+    if (auto exc = log_line::exception_line(t, true)) return parse_python_exception(i, *exc);
     plain_[i] = true;
     return i + 1;
   }
@@ -879,7 +491,7 @@ class Parser {
       }
       if (indented(t)) continue;
       if (is_traceback_header(t) || is_chain_marker(t)) return i;
-      if (auto exc = parse_exception_line(t, false)) return parse_python_exception(i, *exc);
+      if (auto exc = log_line::exception_line(t, false)) return parse_python_exception(i, *exc);
       return i;
     }
     return i;
@@ -963,7 +575,8 @@ class Parser {
     TextBuilder message;
     std::size_t j = i + 1;
     if (starts_with(t, kTerminate)) {
-      const sv rest = t.substr(kTerminate.size());
+      sv rest = t.substr(kTerminate.size());
+      if (!rest.empty() && rest[0] == '\'') rest.remove_prefix(1);
       cls = std::string(rest.substr(0, rest.find('\'')));
       if (j >= n_ || !starts_with(ltrim(text(j)), "what():")) return j;
       message.add_line(ltrim(ltrim(text(j)).substr(7)));
@@ -1024,7 +637,7 @@ class Parser {
       const sv t = text(k);
       if (is_caused_by(t)) {
         j = parse_causes(k + 1, signature, causes);
-      } else if (is_rust_backtrace_header(t) || t == "Location:") {
+      } else if (is_backtrace_header(t) || t == "Location:") {
         j = k + 1;
         while (j < n_ && indented(text(j))) ++j;
       } else if (is_rust_note(t)) {
@@ -1060,7 +673,7 @@ class Parser {
       bool in_frames = false;  // candle's WithBacktrace Display appends indented frames
       for (; j < n_; ++j) {
         const sv t = text(j);
-        if (t.empty() || sig(j) != signature || is_caused_by(t) || is_rust_backtrace_header(t) ||
+        if (t.empty() || sig(j) != signature || is_caused_by(t) || is_backtrace_header(t) ||
             is_rust_note(t) || t == "Location:")
           break;
         if (indented(t) && (in_frames || is_rust_frame(t))) {
@@ -1099,7 +712,7 @@ class Parser {
       const sv t = text(j);
       if (is_rust_note(t)) {
         ++j;
-      } else if (is_rust_backtrace_header(t)) {
+      } else if (is_backtrace_header(t)) {
         ++j;
         while (j < n_ && indented(text(j))) ++j;
       } else {
@@ -1135,7 +748,7 @@ class Parser {
     std::size_t j = i + 1;
     for (; j < n_; ++j) {
       const sv t = text(j);
-      if (t.empty() || sig(j) != sig(i) || is_rust_note(t) || is_rust_backtrace_header(t) || starts_structure(t))
+      if (t.empty() || sig(j) != sig(i) || is_rust_note(t) || is_backtrace_header(t) || starts_structure(t))
         break;
       message.add_line(t);
     }
@@ -1190,6 +803,25 @@ Normalized normalize_impl(sv raw) {
 }
 
 }  // namespace
+
+log_line::LineClass log_line::normaliser_class(std::string_view line) {
+  std::string clean;
+  sv text = line;
+  if (needs_cleaning(line)) {
+    append_clean(clean, line);
+    text = clean;
+  }
+  sv last;
+  for_each_line(text, [&last](sv piece) { last = piece; });
+  const std::size_t length = strip_prefix(last).length;
+  const log_line::Prefix p = log_line::read_prefix(last);
+  const sv t = rtrim(last.substr(length));
+  const log_line::Marker marker = log_line::marker_of(t);
+  // As Parser::step reads it: a header after text of its own.
+  if (const std::size_t at = log_line::traceback_header_at(t); at != npos && marker == log_line::Marker::none)
+    return {length + at, p.level, p.record, log_line::Marker::traceback_header};
+  return {length, p.level, p.record, marker};
+}
 
 Normalized normalize(std::string_view raw) noexcept {
   try {

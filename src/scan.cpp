@@ -42,8 +42,10 @@
 #include "errshim/render.hpp"
 #include "chars.hpp"
 #include "escape.hpp"
+#include "log_line.hpp"
 #include "scan_candidates.hpp"
 #include "scan_detail.hpp"
+#include "text.hpp"
 
 namespace errshim {
 
@@ -67,200 +69,16 @@ constexpr std::size_t kReadChunk = 1u << 20;
 constexpr std::size_t kMaxMessageLines = 40;  // unmarked lines taken as one message's continuation
 constexpr std::size_t kMaxHeldBlanks = 2;      // blank lines a block may bridge (Python chains use one)
 constexpr std::size_t kLookBackLines = 8;      // lines above "Exception raised from" taken as its message
-constexpr std::size_t kMaxPrefixBytes = 160;   // a longer "prefix" is message text
 constexpr std::size_t kMaxGroupKey = 512;      // bytes of a message used to group unmatched blocks
 
-constexpr sv kTracebackHeader = "Traceback (most recent call last):";
-constexpr sv kDirectCause = "The above exception was the direct cause of the following exception:";
-constexpr sv kDuringHandling = "During handling of the above exception, another exception occurred:";
-constexpr sv kC10Raised = "Exception raised from ";
-constexpr sv kTerminate = "terminate called after throwing an instance of ";
-
-using detail::is_alpha;
 using detail::is_blank;
 using detail::is_digit;
-using detail::is_ident;
-using detail::is_lower;
-using detail::is_upper;
-// Not strchr: it would also find the terminating NUL (logs do contain NUL
-// bytes), and a call per byte of a timestamp cost more than this loop.
-bool one_of(const char* set, char c) {
-  for (; *set != '\0'; ++set)
-    if (*set == c) return true;
-  return false;
-}
-char lower(char c) { return is_upper(c) ? static_cast<char>(c - 'A' + 'a') : c; }
-
-bool starts_with(sv s, sv p) { return s.size() >= p.size() && s.compare(0, p.size(), p) == 0; }
-bool ends_with(sv s, sv p) { return s.size() >= p.size() && s.compare(s.size() - p.size(), p.size(), p) == 0; }
-sv ltrim(sv s) {
-  while (!s.empty() && is_blank(s.front())) s.remove_prefix(1);
-  return s;
-}
-sv rtrim(sv s) {
-  while (!s.empty() && (is_blank(s.back()) || s.back() == '\r')) s.remove_suffix(1);
-  return s;
-}
-sv trim(sv s) { return rtrim(ltrim(s)); }
-bool indented(sv s) { return !s.empty() && is_blank(s.front()); }
-
-// ------------------------------------------------------------ line prefixes
-
-enum class Level { none, other, error };
-
-// TRACE..WARNING are "other"; ERR/ERROR/CRITICAL/FATAL/PANIC are "error".
-// Bare words must be upper case: "Error: ..." is a Rust error, not a level.
-Level level_of(sv word, bool any_case) {
-  static constexpr sv kErrors[] = {"ERR", "ERROR", "CRITICAL", "FATAL", "PANIC"};
-  static constexpr sv kOthers[] = {"TRACE", "DEBUG", "INFO", "NOTICE", "WARN", "WARNING"};
-  const auto same = [&](sv a, sv b) {
-    if (a.size() != b.size()) return false;
-    for (std::size_t i = 0; i < a.size(); ++i)
-      if ((any_case ? lower(a[i]) : a[i]) != (any_case ? lower(b[i]) : b[i])) return false;
-    return true;
-  };
-  for (sv e : kErrors)
-    if (same(word, e)) return Level::error;
-  for (sv o : kOthers)
-    if (same(word, o)) return Level::other;
-  return Level::none;
-}
-
-// Length of a timestamp-like token at p ("2026-11-30", "10:01:42,123",
-// "2026-11-30T10:01:42.123456Z", "+01:00"), or 0.
-std::size_t timestamp_token(sv s, std::size_t p) {
-  std::size_t q = p;
-  bool colon = false, dash = false;
-  while (q < s.size() && (is_digit(s[q]) || one_of("-:.,/TZ+", s[q])) && q - p < 40) {
-    colon = colon || s[q] == ':';
-    dash = dash || s[q] == '-' || s[q] == '/';
-    ++q;
-  }
-  if (q < s.size() && is_ident(s[q])) return 0;
-  const std::size_t n = q - p;
-  // A time needs "hh:mm:ss" (8); a date alone "yyyy-mm-dd" (10).
-  return (n >= 8 && colon) || (n == 10 && dash) ? n : 0;
-}
-
-struct LinePrefix {
-  std::size_t length = 0;  // where the message starts (one blank after the last token taken)
-  bool record = false;     // a timestamp or a level: this line is a log record of its own
-  Level level = Level::none;
-};
-
-// Recognises the usual log-line headers: timestamps, level words (bare,
-// bracketed, or Python's "ERROR:root:"), glog "E1130 10:01:42.123 12 f.cc:3]",
-// "[rank0]"-style tags, docker compose "name-1  | ", Ray "(pid=12)", a Rust
-// tracing target after the level, and a Python logger name between
-// separators after a timestamp. Deliberately loose: it only has to tell a new
-// log record from a continuation line, the matcher strips prefixes itself.
-LinePrefix read_prefix(sv s) {
-  LinePrefix out;
-  if (s.empty() || is_blank(s.front())) return out;
-  std::size_t p = 0;
-  bool took = false, timestamp = false, glog = false, after_level = false;
-  for (int k = 0; k < 12 && p < s.size() && p < kMaxPrefixBytes; ++k) {
-    std::size_t q = p;
-    while (q < s.size() && is_blank(s[q])) ++q;
-    if (q >= s.size()) break;
-    const char c = s[q];
-    std::size_t end = 0;
-    if (c == '[') {
-      const std::size_t close = s.find(']', q);
-      const sv inside = close == npos ? sv() : s.substr(q + 1, close - q - 1);
-      if (close != npos && close - q < 128 && !inside.empty() && inside.find('[') == npos &&
-          inside.find(", ") == npos) {
-        end = close + 1;
-        // "[ERROR]", "[2026-11-30T10:01:42Z ERROR app]", "[INFO|file.py:12]"
-        for (std::size_t i = 0; i < inside.size();) {
-          std::size_t j = i;
-          while (j < inside.size() && is_alpha(inside[j])) ++j;
-          if (j > i) {
-            const Level l = level_of(inside.substr(i, j - i), true);
-            if (l != Level::none && out.level == Level::none) out.level = l;
-            i = j;
-          } else {
-            ++i;
-          }
-        }
-        out.record = out.record || out.level != Level::none || timestamp_token(inside, 0) > 0;
-      }
-    } else if (c == '(') {
-      const std::size_t close = s.find(')', q);
-      if (close != npos && close - q < 128 && s.substr(q, close - q).find("pid=") != npos) end = close + 1;
-    } else if (is_digit(c)) {
-      if (const std::size_t n = timestamp_token(s, q)) {
-        end = q + n;
-        timestamp = out.record = true;
-      } else if (timestamp || glog) {  // a pid or thread id after the time
-        std::size_t e = q;
-        while (e < s.size() && is_digit(s[e])) ++e;
-        if (e == s.size() || is_blank(s[e])) end = e;
-      }
-    } else if (glog && (is_ident(c) || c == '.')) {  // "file.cc:123]" closes a glog header
-      std::size_t e = q;
-      while (e < s.size() && (is_ident(s[e]) || s[e] == '.' || s[e] == '-')) ++e;
-      if (e < s.size() && s[e] == ':') {
-        std::size_t d = e + 1;
-        while (d < s.size() && is_digit(s[d])) ++d;
-        if (d > e + 1 && d < s.size() && s[d] == ']') end = d + 1;
-      }
-      glog = false;
-    } else if (one_of("|-:", c) && took && (q + 1 == s.size() || is_blank(s[q + 1]))) {
-      end = q + 1;  // a separator between header fields
-    }
-    if (end == 0 && is_upper(c)) {
-      std::size_t e = q;
-      while (e < s.size() && is_alpha(s[e])) ++e;
-      const Level l = level_of(s.substr(q, e - q), false);
-      if (l != Level::none && (e == s.size() || is_blank(s[e]) || s[e] == ':' || s[e] == '|' || s[e] == ']')) {
-        end = e;
-        if (out.level == Level::none) out.level = l;
-        out.record = after_level = true;
-        // Python's default format glues the logger on: "ERROR:root:message".
-        if (e + 1 < s.size() && s[e] == ':' && !is_blank(s[e + 1])) {
-          std::size_t n = e + 1;
-          while (n < s.size() && (is_ident(s[n]) || s[n] == '.' || s[n] == '-')) ++n;
-          end = (n < s.size() && s[n] == ':') ? n + 1 : e + 1;
-        }
-      } else if (one_of("IWEF", c) && !took) {
-        std::size_t d = q + 1;
-        while (d < s.size() && is_digit(s[d])) ++d;
-        if ((d - q - 1 == 4 || d - q - 1 == 8) && d < s.size() && s[d] == ' ') {
-          end = d;
-          glog = out.record = true;
-          if (out.level == Level::none) out.level = (c == 'E' || c == 'F') ? Level::error : Level::other;
-        }
-      }
-    }
-    if (end == 0 && (is_alpha(c) || c == '_')) {
-      std::size_t e = q;
-      bool marked = false;  // a digit, '-', '_', '.' or "::" inside: not an ordinary word
-      while (e < s.size() && e - q < 128 && (is_ident(s[e]) || one_of(".-:<>/", s[e]))) {
-        const bool inner_colon = s[e] == ':' && e + 1 < s.size() && s[e + 1] == ':';
-        marked = marked || is_digit(s[e]) || s[e] == '-' || s[e] == '_' || s[e] == '.' || inner_colon;
-        ++e;
-      }
-      std::size_t r = e;
-      while (r < s.size() && is_blank(s[r])) ++r;
-      const bool separated = r > e && r < s.size() && (s[r] == '|' || s[r] == '-') &&
-                             (r + 1 == s.size() || is_blank(s[r + 1]));
-      if (separated && (marked || timestamp)) {
-        end = e;  // docker compose "worker-1  |", or "%(name)s - " after a timestamp
-      } else if (after_level && marked && !is_upper(c) && e > q + 1 && s[e - 1] == ':' &&
-                 (e == s.size() || is_blank(s[e]))) {
-        end = e;  // tracing "candle_app::model:" after the level
-      }
-    }
-    if (end == 0) break;
-    p = end;
-    took = true;
-  }
-  if (!took) return LinePrefix{};
-  if (p < s.size() && is_blank(s[p])) ++p;  // a tagged frame keeps its own indentation after one blank
-  out.length = p;
-  return out;
-}
+using detail::ltrim;
+using detail::rtrim;
+using detail::trim;
+// The line grammar (log_line.hpp) is this file's vocabulary; the rules here
+// only say where a block opens, goes on and ends.
+using namespace log_line;
 
 // Whether `line` begins with text shaped like `prefix`: equal but for
 // digits, which may differ (timestamps, pids).
@@ -275,58 +93,9 @@ bool shape_match(sv prefix, sv line) {
 
 // ------------------------------------------------------------ line markers
 
-// Offset of a traceback header ending the line, or npos. Whatever stands
-// before it is taken as the line's prefix.
-std::size_t traceback_header_at(sv line) {
-  const sv t = rtrim(line);
-  if (!ends_with(t, kTracebackHeader)) return npos;
-  const std::size_t at = t.size() - kTracebackHeader.size();
-  if (at > 0 && is_ident(t[at - 1])) return npos;
-  return at;
-}
-bool is_traceback_header(sv c) { return trim(c) == kTracebackHeader; }
-bool is_chain_marker(sv c) {
-  const sv t = trim(c);
-  return t == kDirectCause || t == kDuringHandling;
-}
-bool is_rust_error(sv c) { return c == "Error:" || starts_with(c, "Error: "); }
-bool is_caused_by(sv c) { return trim(c) == "Caused by:"; }
-bool is_backtrace_header(sv c) {
-  const sv t = trim(c);
-  return t == "Stack backtrace:" || t == "stack backtrace:" || t == "Backtrace:";
-}
-bool is_rust_note(sv c) {
-  return starts_with(c, "note: ") || starts_with(c, "Backtrace omitted") || starts_with(c, "Run with RUST_BACKTRACE");
-}
-bool is_panic(sv c) {
-  if (!starts_with(c, "thread '")) return false;
-  const std::size_t k = c.find(" panicked at ");
-  return k != npos && k > 8 && (c[k - 1] == '\'' || c[k - 1] == ')');
-}
-bool is_terminate(sv c) {
-  return starts_with(c, kTerminate) || (starts_with(c, "libc++abi") && c.find(" uncaught exception of type ") != npos);
-}
-bool is_c10_raised(sv c) { return starts_with(c, kC10Raised); }
-bool is_c10_frame(sv c) {
-  return (starts_with(c, "frame #") && c.size() > 7 && is_digit(c[7])) || trim(c) == "<omitting python frames>";
-}
-
 // "ValueError: msg", "torch.OutOfMemoryError: msg", "c10::Error: msg":
 // a line that names an exception class, with nothing above it to say so.
-bool is_exception_line(sv c) {
-  std::size_t q = 0;
-  while (q < c.size() && q < 256 && (is_ident(c[q]) || c[q] == '.' || c[q] == ':')) {
-    if (c[q] == ':' && !(q + 1 < c.size() && c[q + 1] == ':') && !(q > 0 && c[q - 1] == ':')) break;
-    ++q;
-  }
-  if (q == 0 || q + 1 >= c.size() || c[q] != ':' || c[q + 1] != ' ') return false;
-  sv cls = c.substr(0, q);
-  if (cls == "Error") return false;  // bare "Error:" is Rust's
-  const std::size_t sep = cls.find_last_of(".:");
-  if (sep != npos) cls = cls.substr(sep + 1);
-  if (cls.empty() || !is_upper(cls.front())) return false;
-  return ends_with(cls, "Error") || ends_with(cls, "Exception");
-}
+bool is_exception_line(sv c) { return log_line::exception_line(c, true).has_value(); }
 
 // What a terminal finally shows of a line: no trailing CR, and only the last
 // redraw of a progress bar ("\r" without "\n").
@@ -339,22 +108,33 @@ sv visible(sv line) {
 // The line without terminal colour codes, for classification only (blocks
 // keep the raw text; the normaliser removes colours before matching).
 sv uncoloured(sv line, std::string& scratch) {
-  if (line.find('\x1b') == npos) return line;
+  std::size_t esc = line.find('\x1b');
+  if (esc == npos) return line;
   scratch.clear();
-  for (std::size_t i = 0; i < line.size(); ++i) {
-    if (line[i] != '\x1b') {
-      scratch += line[i];
-      continue;
-    }
-    if (i + 1 < line.size() && line[i + 1] == '[') {
-      i += 2;
-      while (i < line.size() && line[i] >= 0x20 && line[i] <= 0x3F) ++i;
-    } else {
-      ++i;
-    }
+  std::size_t i = 0;
+  while (esc != npos) {
+    scratch.append(line.data() + i, esc - i);
+    i = log_line::escape_end(line, esc);
+    esc = i < line.size() ? line.find('\x1b', i) : npos;
   }
+  if (i < line.size()) scratch.append(line.data() + i, line.size() - i);
   return scratch;
 }
+
+}  // namespace
+
+log_line::LineClass log_line::scanner_class(std::string_view raw) {
+  std::string scratch;
+  const sv plain = uncoloured(visible(raw), scratch);
+  // As Scanner::decide reads an opening line: a traceback header takes
+  // whatever stands before it as its prefix.
+  const log_line::Prefix p = read_prefix(plain);
+  if (const std::size_t at = traceback_header_at(plain); at != npos && !is_traceback_header(plain.substr(p.length)))
+    return {at, p.level, p.record, log_line::Marker::traceback_header};
+  return {p.length, p.level, p.record, log_line::marker_of(rtrim(plain.substr(p.length)))};
+}
+
+namespace {
 
 // ------------------------------------------------------------ block text
 
@@ -601,7 +381,7 @@ class Scanner {
     };
     if (const std::size_t at = traceback_header_at(plain); at != npos)
       return opening(BlockKind::python_traceback, State::py_frames, plain.substr(0, at));
-    const LinePrefix p = read_prefix(plain);
+    const log_line::Prefix p = read_prefix(plain);
     const sv c = ltrim(plain.substr(p.length));
     const sv prefix = plain.substr(0, plain.size() - c.size());
     if (is_panic(c)) return opening(BlockKind::rust_panic, State::panic_message, prefix);

@@ -27,6 +27,7 @@
 #include <fmt/format.h>
 
 #include "chars.hpp"
+#include "text.hpp"
 
 namespace errshim {
 
@@ -46,10 +47,7 @@ const Catalog& boundaries_only() {
   return *empty;
 }
 
-sv rtrim(sv s) {
-  while (!s.empty() && (detail::is_blank(s.back()) || s.back() == '\r')) s.remove_suffix(1);
-  return s;
-}
+using detail::rtrim;
 
 // Whether `line` starts like `other`, digits matching any digit (the way
 // scan() compares a continuation line's log prefix with the block's).

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <ostream>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -173,75 +174,59 @@ TEST(Normalize, BinaryGarbageNeverFails) {
 
 // ----------------------------------------------------------------- log prefixes
 
-TEST(Normalize, IsoTimestampWithMillisecondsAndLevel) {
-  expect_one(normalize(std::string("2026-11-30 10:01:42,123 ERROR ") + kKvCache), kKvCache, "");
+// One message under each log prefix a line can carry: the prefix goes, the message stays.
+struct PrefixCase {
+  const char* name;
+  const char* prefix;
+  const char* message;
+};
+
+std::ostream& operator<<(std::ostream& os, const PrefixCase& c) { return os << c.name; }
+
+class NormalizeLogPrefix : public ::testing::TestWithParam<PrefixCase> {};
+
+TEST_P(NormalizeLogPrefix, PrefixStrippedMessageKept) {
+  const PrefixCase& c = GetParam();
+  expect_one(normalize(std::string(c.prefix) + c.message), c.message, "");
 }
 
-TEST(Normalize, IsoTimestampWithZone) {
-  expect_one(normalize(std::string("2026-11-30T10:01:42.123Z WARN ") + kKvCache), kKvCache, "");
-  expect_one(normalize(std::string("2026-11-30T10:01:42.123456+01:00 | CRITICAL | ") + kKvCache), kKvCache, "");
-}
+// clang-format off
+const PrefixCase kPrefixCases[] = {
+  {"IsoTimestampWithMillisecondsAndLevel", "2026-11-30 10:01:42,123 ERROR ", kKvCache},
+  {"IsoTimestampWithZone", "2026-11-30T10:01:42.123Z WARN ", kKvCache},
+  {"IsoTimestampWithOffsetAndBars", "2026-11-30T10:01:42.123456+01:00 | CRITICAL | ", kKvCache},
+  {"BracketedTimestampAndLevel", "[2026-11-30 10:01:42] [error] ", kKvCache},
+  {"BracketedTimestampLevelAndTarget", "[2026-11-30T10:01:42Z ERROR candle_app] ", kKvCache},
+  {"GlogPrefix", "E1130 10:01:42.123456  1234 model_runner.cc:12] ", kViewShape},
+  {"PythonLoggingRootLogger", "ERROR:root:", kKvRepeat},
+  {"PythonLoggingDottedLogger", "ERROR:transformers.generation:", kQuantizedCache},
+  {"PythonLoggingFormatWithDashes", "2026-11-30 10:01:42,123 - transformers.generation.utils - WARNING - ",
+   kQuantizedCache},
+  {"TimeAloneWithFractionAndLevel", "10:01:42.123 ERROR ", kKvCache},
+  {"LevelWithColonAndPadding", "INFO:     ", kKvCache},
+  {"LevelWithDash", "CRITICAL - ", kKvCache},
+  {"RustTracingTarget", "2026-11-30T10:01:42.123456Z ERROR candle_examples::metavoice: ", kKvCache},
+  {"DockerComposeTag", "worker-3  | ", kKvCache},
+  {"RayWorkerTag", "(RayWorker pid=123) ", kKvCache},
+  {"RayWorkerTagWithAddress", "(RayWorkerWrapper pid=4242, ip=10.0.0.2) ", kKvCache},
+  {"TorchrunRankTag", "[rank0]: ", kKvCache},
+  {"BracketWorkerTag", "[worker 2] ", kKvCache},
+  {"StackedRankAndC10Warning", "[rank1]:[W1130 10:01:42.386744323 ProcessGroupNCCL.cpp:1250] ", kKvCache},
+  {"StackedRayAndRecord", "(RayWorker pid=77) 2026-11-30 10:01:42,001 ERROR ", kKvCache},
+};
+// clang-format on
 
-TEST(Normalize, BracketedTimestampAndLevel) {
-  expect_one(normalize(std::string("[2026-11-30 10:01:42] [error] ") + kKvCache), kKvCache, "");
-  expect_one(normalize(std::string("[2026-11-30T10:01:42Z ERROR candle_app] ") + kKvCache), kKvCache, "");
-}
-
-TEST(Normalize, GlogPrefix) {
-  expect_one(normalize(std::string("E1130 10:01:42.123456  1234 model_runner.cc:12] ") + kViewShape), kViewShape,
-             "");
-}
-
-TEST(Normalize, PythonLoggingLevelAndLoggerName) {
-  expect_one(normalize(std::string("ERROR:root:") + kKvRepeat), kKvRepeat, "");
-  expect_one(normalize(std::string("ERROR:transformers.generation:") + kQuantizedCache), kQuantizedCache, "");
-  expect_one(normalize(std::string("2026-11-30 10:01:42,123 - transformers.generation.utils - WARNING - ") +
-                       kQuantizedCache),
-             kQuantizedCache, "");
-}
+INSTANTIATE_TEST_SUITE_P(Normalize, NormalizeLogPrefix, ::testing::ValuesIn(kPrefixCases),
+                         [](const ::testing::TestParamInfo<PrefixCase>& info) { return std::string(info.param.name); });
 
 TEST(Normalize, TimeAloneAtLineStartIsKept) {
   expect_one(normalize("12:30:00 is not a valid time"), "12:30:00 is not a valid time", "");
-  expect_one(normalize(std::string("10:01:42.123 ERROR ") + kKvCache), kKvCache, "");
 }
 
 TEST(Normalize, PaddedLevelColumnStripped) {
   // logging's "%(levelname)-8s %(message)s"
   expect_one(normalize("INFO     loading model\nWARNING  only kv-repeat = 1 is supported\n"),
              "loading model\nonly kv-repeat = 1 is supported", "");
-}
-
-TEST(Normalize, LevelWordsWithOtherSeparators) {
-  expect_one(normalize(std::string("INFO:     ") + kKvCache), kKvCache, "");
-  expect_one(normalize(std::string("CRITICAL - ") + kKvCache), kKvCache, "");
-}
-
-TEST(Normalize, RustTracingTargetStripped) {
-  expect_one(normalize(std::string("2026-11-30T10:01:42.123456Z ERROR candle_examples::metavoice: ") + kKvCache),
-             kKvCache, "");
-}
-
-TEST(Normalize, DockerComposeTag) {
-  expect_one(normalize(std::string("worker-3  | ") + kKvCache), kKvCache, "");
-}
-
-TEST(Normalize, RayWorkerTag) {
-  expect_one(normalize(std::string("(RayWorker pid=123) ") + kKvCache), kKvCache, "");
-  expect_one(normalize(std::string("(RayWorkerWrapper pid=4242, ip=10.0.0.2) ") + kKvCache), kKvCache, "");
-}
-
-TEST(Normalize, TorchrunRankTag) {
-  expect_one(normalize(std::string("[rank0]: ") + kKvCache), kKvCache, "");
-}
-
-TEST(Normalize, BracketWorkerTag) {
-  expect_one(normalize(std::string("[worker 2] ") + kKvCache), kKvCache, "");
-}
-
-TEST(Normalize, StackedPrefixes) {
-  expect_one(normalize(std::string("[rank1]:[W1130 10:01:42.386744323 ProcessGroupNCCL.cpp:1250] ") + kKvCache),
-             kKvCache, "");
-  expect_one(normalize(std::string("(RayWorker pid=77) 2026-11-30 10:01:42,001 ERROR ") + kKvCache), kKvCache, "");
 }
 
 TEST(Normalize, PrefixesStrippedFromEveryLineWhenNothingIsRecognised) {
@@ -402,37 +387,36 @@ TEST(Normalize, PythonTracebackWithInterleavedLogRecord) {
   expect_one(normalize(input), kQuantizedCache, "ValueError");
 }
 
-TEST(Normalize, PythonTracebackTaggedByTorchrun) {
+// The traceback with every line tagged by the process that printed it.
+struct TagCase {
+  const char* name;
+  const char* tag;
+};
+
+std::ostream& operator<<(std::ostream& os, const TagCase& c) { return os << c.name; }
+
+class NormalizeTaggedTraceback : public ::testing::TestWithParam<TagCase> {};
+
+TEST_P(NormalizeTaggedTraceback, TagStrippedFromEveryLineAndTheExceptionRead) {
   std::string input;
-  std::string traceback = quantized_cache_traceback();
+  const std::string traceback = quantized_cache_traceback();
   std::size_t start = 0;
   while (start < traceback.size()) {
     const std::size_t nl = traceback.find('\n', start);
-    input += "[rank0]: " + traceback.substr(start, nl - start + 1);
+    input += GetParam().tag + traceback.substr(start, nl - start + 1);
     start = nl + 1;
   }
   expect_one(normalize(input), kQuantizedCache, "ValueError");
 }
 
-TEST(Normalize, PythonTracebackTaggedByRay) {
-  const std::string input =
-      "(RayWorker pid=123) Traceback (most recent call last):\n"
-      "(RayWorker pid=123)   File \"/app/worker.py\", line 18, in execute\n"
-      "(RayWorker pid=123)     return self.model.generate(**batch)\n"
-      "(RayWorker pid=123) ValueError: " +
-      std::string(kQuantizedCache) + "\n";
-  expect_one(normalize(input), kQuantizedCache, "ValueError");
-}
+const TagCase kTagCases[] = {
+    {"Torchrun", "[rank0]: "},
+    {"Ray", "(RayWorker pid=123) "},
+    {"DockerCompose", "worker-3  | "},
+};
 
-TEST(Normalize, PythonTracebackTaggedByDockerCompose) {
-  const std::string input =
-      "worker-3  | Traceback (most recent call last):\n"
-      "worker-3  |   File \"/app/worker.py\", line 18, in execute\n"
-      "worker-3  |     raise ValueError(KV_REPEAT)\n"
-      "worker-3  | ValueError: " +
-      std::string(kKvRepeat) + "\n";
-  expect_one(normalize(input), kKvRepeat, "ValueError");
-}
+INSTANTIATE_TEST_SUITE_P(Normalize, NormalizeTaggedTraceback, ::testing::ValuesIn(kTagCases),
+                         [](const ::testing::TestParamInfo<TagCase>& info) { return std::string(info.param.name); });
 
 TEST(Normalize, PythonSameExceptionPrintedTwiceGivesOneSegment) {
   const std::string tb = quantized_cache_traceback();

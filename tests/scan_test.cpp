@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <fstream>
+#include <ostream>
 #include <sstream>
 #include <stdexcept>
 #include <string>
@@ -230,14 +231,45 @@ TEST(Scan, OrdinaryLogNoiseMakesNoBlocks) {
   EXPECT_EQ(stats.lines, 6u);
 }
 
-TEST(Scan, SingleErrorLines) {
-  const auto blocks = scan_text(
-      "ValueError: " + std::string(kQuantizedMessage) + "\n"
-      "ERROR:root:something broke\n"
-      "E1130 10:01:42.123456  1234 server.cc:12] CUDA out of memory\n"
-      "[rank0]: RuntimeError: NCCL timeout\n"
-      "2026-11-30T10:00:00Z FATAL app: disk full\n");
-  ASSERT_EQ(blocks.size(), 5u);
+// Lines that are an error block of one line each, however the error is marked.
+struct ErrorLineCase {
+  const char* name;
+  std::string line;
+};
+
+std::ostream& operator<<(std::ostream& os, const ErrorLineCase& c) { return os << c.name; }
+
+const std::vector<ErrorLineCase>& error_line_cases() {
+  static const std::vector<ErrorLineCase> cases = {
+      {"PythonExceptionLine", "ValueError: " + std::string(kQuantizedMessage)},
+      {"PythonLoggingLevel", "ERROR:root:something broke"},
+      {"GlogErrorRecord", "E1130 10:01:42.123456  1234 server.cc:12] CUDA out of memory"},
+      {"RankTaggedException", "[rank0]: RuntimeError: NCCL timeout"},
+      {"FatalLevelAfterTimestamp", "2026-11-30T10:00:00Z FATAL app: disk full"},
+  };
+  return cases;
+}
+
+class ScanErrorLine : public ::testing::TestWithParam<ErrorLineCase> {};
+
+TEST_P(ScanErrorLine, IsABlockOfOneLine) {
+  const auto blocks = scan_text(GetParam().line + "\n");
+  ASSERT_EQ(blocks.size(), 1u);
+  EXPECT_EQ(blocks[0].kind, BlockKind::error_line);
+  EXPECT_EQ(blocks[0].line, 1u);
+  EXPECT_EQ(blocks[0].lines, 1u);
+}
+
+INSTANTIATE_TEST_SUITE_P(Scan, ScanErrorLine, ::testing::ValuesIn(error_line_cases()),
+                         [](const ::testing::TestParamInfo<ErrorLineCase>& info) {
+                           return std::string(info.param.name);
+                         });
+
+TEST(Scan, SingleErrorLinesInARowAreBlocksOfTheirOwn) {
+  std::string log;
+  for (const ErrorLineCase& c : error_line_cases()) log += c.line + "\n";
+  const auto blocks = scan_text(log);
+  ASSERT_EQ(blocks.size(), error_line_cases().size());
   for (std::size_t i = 0; i < blocks.size(); ++i) {
     EXPECT_EQ(blocks[i].kind, BlockKind::error_line) << i;
     EXPECT_EQ(blocks[i].line, i + 1) << i;
