@@ -4,6 +4,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <map>
+#include <mutex>
 
 #include <sys/ioctl.h>
 #include <sys/stat.h>
@@ -100,6 +102,13 @@ errshim::TextOptions text_options(const OutputOptions& o) {
 }
 
 std::string catalog_version(const errshim::Catalog& catalog) {
+  // Worked out once per catalog: writing the snapshot costs as much as
+  // building the match plan, and `scan --json` names the catalog in every
+  // block. A command keeps its catalog to the end, so the address is a key.
+  static std::mutex mutex;
+  static std::map<const errshim::Catalog*, std::string> known;
+  std::lock_guard<std::mutex> lock(mutex);
+  if (auto it = known.find(&catalog); it != known.end()) return it->second;
   // The snapshot holds every entry's content, so equal bytes mean an equal
   // catalog. FNV-1a: a short, stable name, not a security property.
   std::uint64_t h = 1469598103934665603ull;
@@ -107,7 +116,7 @@ std::string catalog_version(const errshim::Catalog& catalog) {
     h ^= static_cast<unsigned char>(c);
     h *= 1099511628211ull;
   }
-  return fmt::format("{}+catalog.{:016x}", errshim::version(), h);
+  return known[&catalog] = fmt::format("{}+catalog.{:016x}", errshim::version(), h);
 }
 
 std::string with_catalog(std::string object, const errshim::Catalog& catalog) {
