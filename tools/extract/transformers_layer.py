@@ -128,8 +128,7 @@ def checked(a, row):
 
 def cmd_fill(a):
     for row in read_manifest(a.manifest):
-        a.git, cache = a.git, a.cache
-        dst = os.path.join(cache, row["commit"], row["path"])
+        dst = os.path.join(a.cache, row["commit"], row["path"])
         os.makedirs(os.path.dirname(dst), exist_ok=True)
         data = git(a.git, "show", "%s:%s" % (row["commit"], row["path"]))
         with open(dst + ".tmp", "wb") as fh:
