@@ -145,18 +145,9 @@ def area(path):
 
 
 def wrap(text, m, site):
-    """The message as a user meets it: a traceback ending in the raising
-    file of an installed transformers, a warnings line, or a log line."""
-    installed = "/usr/lib/python3/dist-packages/" + re.sub(r"^src/", "", site["path"])
-    if site["form"].startswith("logger_"):
-        return "%s\n  outputs = model.generate(**inputs)" % text
-    if getattr(m, "severity", "error") == "warning":
-        return "%s:%d: %s: %s\n  warnings.warn(" % (installed, site["line"], site.get("python_class") or "UserWarning",
-                                                      text)
-    return ('Traceback (most recent call last):\n  File "/work/run.py", line 7, in <module>\n'
-            '    outputs = model.generate(**inputs)\n  File "%s", line %d, in %s\n    raise\n%s: %s' % (
-                installed, site["line"], (site.get("symbol") or "<module>").split(".")[-1],
-                (site.get("python_class") or "Exception").split(".")[-1], text))
+    """The message as a user meets it (errshim_extract.python_wrap), from an
+    installed transformers: site-packages hold src/transformers/ as transformers/."""
+    return ex.python_wrap(text, m, dict(site, path=re.sub(r"^src/", "", site["path"])))
 
 
 STYLE = {"area": area, "wrap": wrap, "version_key": "transformers"}
