@@ -5,6 +5,8 @@
    of transformers-files.txt, how many an entry pins (path and line at that
    version's commit) or whose text a hand-written entry has, with the
    hand-written catalog alone and with patterns/generated/transformers.yaml;
+   and how many `errshim explain` claims at their file, for a message
+   rendered from the site's template (sample values), without a version;
 2. the real-report corpus (tests/data/realworld/transformers.yaml, its
    `expect: claim` cases): the share `errshim explain` claims at the raise
    file (an entry whose source or also_at names one of the case's paths, as
