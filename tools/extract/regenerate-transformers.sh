@@ -29,6 +29,10 @@ mkdir -p "$out"
 # Every hand-written file: their entries win the sites and texts they pin.
 set --
 for f in "$top"/patterns/*.yaml; do set -- "$@" --curated "$f"; done
+# The other libraries' generated layers: a text one of them has stays there.
+for f in "$out"/*.yaml; do
+  [ "$(basename "$f")" = transformers.yaml ] || set -- "$@" --other-layer "$f"
+done
 # shellcheck disable=SC2086 # $from is two words
 python3 "$here/transformers_layer.py" build $from "$@" --errshim "$errshim" \
   --stats "$out/transformers.stats.json" > "$out/transformers.yaml.tmp"

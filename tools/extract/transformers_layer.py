@@ -12,7 +12,8 @@ regenerate-transformers.sh).
   transformers_layer.py fill --git DIR --cache DIR [--manifest FILE]
       Writes each manifest row's file to CACHE/<commit>/<path> (git show).
   transformers_layer.py build (--git DIR | --cache DIR) [--manifest FILE]
-                        [--curated FILE]... [--errshim BIN] [--stats FILE] > transformers.yaml
+                        [--curated FILE]... [--other-layer FILE]... [--errshim BIN] [--stats FILE]
+                        > transformers.yaml
       Checks every file's sha256, runs the Python front end on each version
       and merges them (layer.py): one entry per distinct message, `applies_to:
       {transformers: RANGE}` the releases whose files hold it.
@@ -176,6 +177,8 @@ def cmd_build(a):
     messages = layer.collect_pieces(versions)
     entries, stats = layer.build_entries(messages, labels, REPO, head_commit, ex.curated_facts(a.curated),
                                          library="transformers", style=STYLE)
+    if a.other_layer:
+        entries, stats["same_text_in_other_layer"] = without_other_layers_texts(entries, a.other_layer)
     if a.errshim:
         entries, shadow = ex.settle_overlaps(a.errshim, a.curated, entries, "transformers", REPO, head_commit)
         stats.update(shadow)
@@ -189,6 +192,28 @@ def cmd_build(a):
         len(KEY_PATHS), len(labels), labels[0], labels[-1])
     ex.write_layer(sys.stdout, entries, stats, REPO, head_commit, "transformers",
                    ex.HEADER.format(repo=REPO, what=what, regen="tools/extract/regenerate-transformers.sh"))
+
+
+def without_other_layers_texts(entries, layers):
+    """Entries whose text (names aside) another generated layer already has
+    are left out: torch's own Python files raise some of the same generic
+    texts (`module {..} has no attribute {..}`), and two generated entries of
+    one text and priority tie, so lint finds them shadowing each other.
+    Returns (entries kept, [[id left out, the other layer's id]])."""
+    loader = getattr(ex.yaml, "CSafeLoader", ex.yaml.SafeLoader)
+    theirs = {}
+    for path in layers:
+        with open(path, encoding="utf-8") as fh:
+            for e in ex.yaml.load(fh, Loader=loader).get("entries") or []:
+                theirs.setdefault((e.get("severity", "error"), ex.SKELETON.sub("{}", e["template"])), e["id"])
+    kept, left = [], []
+    for e in entries:
+        other = theirs.get((e.get("severity", "error"), ex.SKELETON.sub("{}", e["template"])))
+        if other:
+            left.append([e["id"], other])
+        else:
+            kept.append(e)
+    return kept, left
 
 
 def count_by_file(facts):
@@ -207,6 +232,8 @@ def main(argv=None):
     ap.add_argument("--tip", default="HEAD")
     ap.add_argument("--from", dest="first_minor", type=int, default=30, help="the oldest 4.N release read")
     ap.add_argument("--curated", action="append", default=[])
+    ap.add_argument("--other-layer", action="append", default=[],
+                    help="another library's generated layer: a text it has is left out of this one")
     ap.add_argument("--errshim")
     ap.add_argument("--stats")
     a = ap.parse_args(argv)
