@@ -133,6 +133,31 @@ TEST(GeneratedCandleLayer, AddsGeneratedEntriesUnderTheCuratedOnes) {
   ASSERT_TRUE(curated);
   EXPECT_EQ(curated->id(), "candle.metavoice.kv_cache_enabled");
 }
+
+// The transformers layer: loaded by library name, an entry generated from
+// logits_process.py (BarkEosPrioritizerLogitsProcessor, 4.35 on) explains its
+// text only within the releases whose sources hold it, and a curated entry
+// keeps its message.
+TEST(GeneratedTransformersLayer, ExplainsAGeneratedTextWithinItsVersionRange) {
+  ScopedGeneratedDir env(ERRSHIM_GENERATED_LAYER_DIR);
+  const CatalogPtr plain = CatalogBuilder().add_embedded().build();
+  const CatalogPtr with = CatalogBuilder().add_embedded().add_generated("transformers").build();
+  EXPECT_GT(with->size(), plain->size() + 500);
+  const std::string generated_only = "`min_eos_p` has to be a positive float, but is -0.5";
+  EXPECT_FALSE(plain->diagnose(generated_only));
+  const auto d = with->diagnose(generated_only);
+  ASSERT_TRUE(d);
+  EXPECT_EQ(d->id(), "transformers.gen.generation-logits-process.min-eos-has-to-be-positive-float-but");
+  EXPECT_EQ(d->entry->source.path, "src/transformers/generation/logits_process.py");
+  Context newer, older;
+  newer.values["transformers"] = "4.46.1";
+  older.values["transformers"] = "4.30.2";
+  EXPECT_TRUE(with->diagnose(generated_only, newer));
+  EXPECT_FALSE(with->diagnose(generated_only, older));
+  const auto curated = with->diagnose("AttributeError: 'DynamicCache' object has no attribute 'get_max_length'");
+  ASSERT_TRUE(curated);
+  EXPECT_EQ(curated->id(), "transformers.cache_api.get_max_length_removed");
+}
 #endif
 
 }  // namespace

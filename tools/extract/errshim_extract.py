@@ -458,6 +458,8 @@ STYLES = {"cpp": {"area": torch_area, "wrap": cpp_wrap, "version_key": "torch"},
 
 WON_BY = re.compile(r"entry '([^']+)': match example is won by '([^']+)'")
 OVERLAP = re.compile(r"entry '([^']+)': overlaps with '([^']+)'")
+# an example another entry takes (a shorter or laxer template wins it)
+GOES_TO = re.compile(r"entry '([^']+)': match example is not matched by this entry \(it goes to '([^']+)'\)")
 UNMATCHED = re.compile(r"entry '([^']+)': match example is not matched by any entry: '(.{0,40})")
 
 
@@ -481,6 +483,7 @@ def settle_overlaps(errshim, curated, entries, library, repo, commit, rounds=6):
             out = r.stdout.decode(errors="replace")
         pairs = [(m.group(1), m.group(2)) for m in WON_BY.finditer(out)]
         pairs += [(m.group(2), m.group(1)) for m in OVERLAP.finditer(out)]
+        pairs += [(m.group(1), m.group(2)) for m in GOES_TO.finditer(out)]
         changed = False
         # an example errshim reads differently from what the extractor
         # rendered (a message that starts like an exception class, a
