@@ -676,10 +676,8 @@ namespace {
 // error in one or two others; the bound keeps a crafted message cheap.
 constexpr int kMaxNesting = 4;
 
-// Whether a capture's regex takes any run of text (a template placeholder
-// left at its default, or a hand-written `.+`): such a capture can hold
-// another error's whole message. A typed capture (capture_patterns: a
-// shape, a dtype, a quoted string) holds a value.
+// A capture's regex that takes any run of text: a template placeholder
+// left at its default, or a hand-written `.+`.
 bool free_text_body(std::string_view body) {
   if (body.rfind("(?:(?!", 0) == 0)
     return ends_with(body, ")[^\\n])++") || ends_with(body, ")[\\s\\S])++");
@@ -690,6 +688,15 @@ bool free_text_body(std::string_view body) {
   }
   return false;
 }
+
+}  // namespace
+
+bool free_text_capture(const Entry& e, std::string_view name) {
+  const std::optional<std::string> re = capture_body(e.pattern, name);
+  return re && free_text_body(*re);
+}
+
+namespace {
 
 // The nested-claim rule, one level: when a free-text capture of the winner
 // holds text another entry claims on its own (matched as a message of its
@@ -709,9 +716,8 @@ std::size_t take_nested(MatchResult& result, std::size_t budget, Body& body) {
   const std::string_view matched = outer.matched;
   std::size_t cursor = 0, run_start = std::string_view::npos, run_end = 0;
   for (const Capture& c : outer.captures) {
-    const std::optional<std::string> re = c.value.empty() ? std::nullopt : capture_body(e.pattern, c.name);
     const std::size_t at = matched.find(c.value, cursor);
-    if (!re || !free_text_body(*re) || at == std::string_view::npos) {
+    if (c.value.empty() || !free_text_capture(e, c.name) || at == std::string_view::npos) {
       run_start = std::string_view::npos;
       continue;
     }
@@ -778,8 +784,7 @@ std::size_t follow_nesting(MatchResult& result, std::size_t budget, Body& body) 
 // more without the winner: a rival wrapper whose chain accounts for more
 // literal text is the better reading (the winner's trailing placeholder may
 // have swallowed the rival's own text, leaving a fragment another entry
-// claims); it replaces the first on a strictly larger count, at the same
-// priority.
+// claims); it replaces the first on a larger count, at the same priority.
 template <class Body>
 MatchResult framed(const std::vector<std::shared_ptr<const Entry>>& entries, std::string_view message,
                    std::size_t budget, Body&& body) noexcept {
@@ -803,7 +808,14 @@ MatchResult framed(const std::vector<std::shared_ptr<const Entry>>& entries, std
     if (rival.diagnosis && rival.diagnosis->entry->priority == winner->priority) {
       rival.steps = result.steps;
       const std::size_t rival_covered = follow_nesting(rival, budget, body);
-      if (rival_covered > covered) {
+      // On a tie the text cannot tell which error wraps which ("A {x}" and
+      // "{y} B" read "A y B" both ways): the more specific innermost entry
+      // is the answer, as without nesting.
+      const auto innermost = [](const MatchResult& r) {
+        return std::make_pair(r.diagnosis->entry->priority, literal_length(r.diagnosis->entry->pattern));
+      };
+      if (rival.diagnosis && result.diagnosis &&
+          (rival_covered > covered || (rival_covered == covered && innermost(rival) > innermost(result)))) {
         for (std::string& p : rival.problems) result.problems.push_back(std::move(p));
         result.diagnosis = std::move(rival.diagnosis);
       }

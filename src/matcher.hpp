@@ -65,7 +65,8 @@ class Matcher {
   Matcher& operator=(const Matcher&) = delete;
 
   // Normalises `message`, then applies the winner rule documented on
-  // Catalog::match. Never throws: a regex that gives up (its share of
+  // Catalog::match and the nested-claim rule (patterns/README.md, "Nested
+  // errors"), which matches the winner's free-text captures again. Never throws: a regex that gives up (its share of
   // MatchOptions::max_steps) counts as "did not match" and is reported in
   // the result; when the budget runs out the best hit so far stands. A
   // template's regex runs only where its literals occur in order.
@@ -159,5 +160,11 @@ class Matcher {
 // (escaped or plain characters outside classes, groups syntax and optional
 // atoms). For a template this is exactly its literal length.
 std::size_t literal_length(std::string_view regex);
+
+// Whether capture `name` of `e` can hold any text on its line (a template
+// placeholder left at its default run, a hand-written `.+`): one that can
+// hold another error's whole message (the nested-claim rule). A typed
+// capture (capture_patterns: a shape, a dtype, a quoted string) cannot.
+bool free_text_capture(const Entry& e, std::string_view name);
 
 }  // namespace errshim::detail

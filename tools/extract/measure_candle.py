@@ -112,7 +112,7 @@ def neighbour_cases(gen, seed=14):
     donor's; a claim by the wrapper (outer paths) hides the inner error."""
     out = []
     for e in gen:
-        out.append(("neighbour-literal", e["examples"]["no_match"][0], entry_sites(e), set()))
+        out.append(("neighbour-literal", e["examples"]["no_match"][0], entry_sites(e), set(), None))
     donors = [(g["examples"]["match"][0]["text"], g) for g in gen]
     rnd = random.Random(seed)
     for e in gen:
@@ -125,8 +125,18 @@ def neighbour_cases(gen, seed=14):
         name = sorted(caps)[0]
         donor, d = rnd.choice(donors)
         text = e["examples"]["match"][0]["text"].replace(caps[name], donor, 1)
-        out.append(("neighbour-placeholder", text, entry_sites(d), entry_sites(e) - entry_sites(d)))
+        # a donor holding one of the wrapper's own literals (`]`, `, `)
+        # leaves no reading that can tell where the placeholder ends
+        tag = "neighbour-placeholder"
+        if any(lit.strip() and lit in donor for lit in literal_runs(e["template"])):
+            tag += "-ambiguous"
+        out.append((tag, text, entry_sites(d), entry_sites(e) - entry_sites(d), (e["id"], donor)))
     return out
+
+
+def literal_runs(template):
+    t = template.replace("{{", "\x00").replace("}}", "\x01")
+    return [r.replace("\x00", "{").replace("\x01", "}") for r in re.split(r"\{[^{}]*\}", t)]
 
 
 def sites_and_cases(a, curated_files, gen_file):
@@ -233,7 +243,7 @@ def main():
     # 3. near misses: corpus, and neighbours of generated entries
     with open(os.path.join(CORPUS, "near-misses.yaml")) as fh:
         near = yaml.safe_load(fh)
-    near_cases = [("near-miss-corpus", n["message"], {n["path"]}, set()) for n in near if n.get("message")]
+    near_cases = [("near-miss-corpus", n["message"], {n["path"]}, set(), None) for n in near if n.get("message")]
     with open(gen_file) as fh:
         gen = yaml.safe_load(fh)["entries"]
     near_cases += neighbour_cases(gen)
@@ -259,7 +269,7 @@ def main():
         else:
             res["wrong_file"] += 1
             misses[tag].append(("wrong:" + r["id"], msg[:160]))
-    for tag, msg, expect, outer in near_cases:
+    for tag, msg, expect, outer, nested in near_cases:
         r = explain(msg)
         res = results[tag]
         res["messages"] += 1
@@ -269,6 +279,11 @@ def main():
         got = paths.get(r["id"], set())
         if got & expect:
             res["same_site"] += 1
+        elif nested and r["id"] == nested[0] and not any(
+                nested[1] in str(v) for v in (r.get("captures") or {}).values()):
+            # "A {x}" holding "{y} B" reads "A y B" both ways: the wrapper
+            # claimed as the inner error of the donor is the other reading
+            res["other_reading"] += 1
         elif got & outer:
             # the wrapper claimed the error its placeholder holds
             res["wrong_site_outer"] += 1
