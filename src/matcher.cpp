@@ -344,6 +344,12 @@ Matcher::Matcher(std::vector<std::shared_ptr<const Entry>> entries, std::vector<
   for (std::size_t k = 0; k < keys.size(); ++k)
     std::sort(key_entries_.begin() + key_entry_begin_[k], key_entries_.begin() + key_entry_begin_[k + 1]);
   entry_key_ = std::move(key_of);
+  // Every match holds its entry's key; with no entry matched without one, a
+  // shorter text matches nothing (the nested-claim rule skips such captures).
+  if (always_.empty()) {
+    shortest_key_ = SIZE_MAX;
+    for (std::size_t k = 0; k < keys.size(); ++k) shortest_key_ = std::min(shortest_key_, keys[k].size());
+  }
 }
 
 Matcher::~Matcher() = default;
@@ -706,7 +712,7 @@ namespace {
 // literal text, then the first capture. Returns the inner entry's literal
 // length, 0 when the diagnosis stays.
 template <class Body>
-std::size_t take_nested(MatchResult& result, std::size_t budget, Body& body) {
+std::size_t take_nested(MatchResult& result, std::size_t budget, std::size_t shortest, Body& body) {
   const Diagnosis& outer = *result.diagnosis;
   const Entry& e = *outer.entry;
   // The texts an inner error may fill: each free-text capture, and each run
@@ -734,6 +740,7 @@ std::size_t take_nested(MatchResult& result, std::size_t budget, Body& body) {
   std::string_view best_value;
   for (std::string_view text : texts) {
     if (result.steps >= budget) break;
+    if (text.size() < shortest) continue;
     Normalized norm = normalize(text);
     MatchResult inner;
     body(norm, inner, budget - result.steps, SIZE_MAX);
@@ -767,10 +774,10 @@ std::size_t take_nested(MatchResult& result, std::size_t budget, Body& body) {
 // Follows the nested-claim rule down from the winner; returns the literal
 // text the chain accounts for (the winner's and each inner entry's).
 template <class Body>
-std::size_t follow_nesting(MatchResult& result, std::size_t budget, Body& body) {
+std::size_t follow_nesting(MatchResult& result, std::size_t budget, std::size_t shortest, Body& body) {
   std::size_t covered = literal_length(result.diagnosis->entry->pattern);
   for (int depth = 0; depth < kMaxNesting && result.diagnosis; ++depth) {
-    const std::size_t inner = take_nested(result, budget, body);
+    const std::size_t inner = take_nested(result, budget, shortest, body);
     if (inner == 0) break;
     covered += inner;
   }
@@ -786,8 +793,8 @@ std::size_t follow_nesting(MatchResult& result, std::size_t budget, Body& body) 
 // have swallowed the rival's own text, leaving a fragment another entry
 // claims); it replaces the first on a larger count, at the same priority.
 template <class Body>
-MatchResult framed(const std::vector<std::shared_ptr<const Entry>>& entries, std::string_view message,
-                   std::size_t budget, Body&& body) noexcept {
+MatchResult framed(const std::vector<std::shared_ptr<const Entry>>& entries, std::size_t shortest,
+                   std::string_view message, std::size_t budget, Body&& body) noexcept {
   MatchResult result;
   try {
     Normalized norm = normalize(message);
@@ -798,7 +805,7 @@ MatchResult framed(const std::vector<std::shared_ptr<const Entry>>& entries, std
     if (!result.diagnosis) return result;
     const std::shared_ptr<const Entry> winner = result.diagnosis->entry;
     const std::size_t alone = literal_length(winner->pattern);
-    const std::size_t covered = follow_nesting(result, budget, body);
+    const std::size_t covered = follow_nesting(result, budget, shortest, body);
     if (covered == alone || result.steps >= budget) return result;
     const auto at = std::find(entries.begin(), entries.end(), winner);
     MatchResult rival;
@@ -807,7 +814,7 @@ MatchResult framed(const std::vector<std::shared_ptr<const Entry>>& entries, std
     result.steps += rival.steps;
     if (rival.diagnosis && rival.diagnosis->entry->priority == winner->priority) {
       rival.steps = result.steps;
-      const std::size_t rival_covered = follow_nesting(rival, budget, body);
+      const std::size_t rival_covered = follow_nesting(rival, budget, shortest, body);
       // On a tie the text cannot tell which error wraps which ("A {x}" and
       // "{y} B" read "A y B" both ways): the more specific innermost entry
       // is the answer, as without nesting.
@@ -834,7 +841,7 @@ MatchResult framed(const std::vector<std::shared_ptr<const Entry>>& entries, std
 }  // namespace
 
 MatchResult Matcher::match(std::string_view message, const Context& context, const MatchOptions& options) const noexcept {
-  return framed(entries_, message, options.max_steps, [&](Normalized& norm, MatchResult& result, std::size_t steps, std::size_t excluded) {
+  return framed(entries_, shortest_key_, message, options.max_steps, [&](Normalized& norm, MatchResult& result, std::size_t steps, std::size_t excluded) {
     Run run(*this, message, context, result, steps);
     run.excluded = excluded;
     // Reused by each thread's calls: no allocation per message.
@@ -856,7 +863,7 @@ MatchResult Matcher::match(std::string_view message, const Context& context, con
 }
 
 MatchResult Matcher::match_naive(std::string_view message, const Context& context) const noexcept {
-  return framed(entries_, message, kReferenceSteps, [&](Normalized& norm, MatchResult& result, std::size_t steps, std::size_t excluded) {
+  return framed(entries_, shortest_key_, message, kReferenceSteps, [&](Normalized& norm, MatchResult& result, std::size_t steps, std::size_t excluded) {
     Run run(*this, message, context, result, steps);
     run.excluded = excluded;
     for (std::size_t s = 0; s < norm.segments.size(); ++s)
@@ -867,7 +874,7 @@ MatchResult Matcher::match_naive(std::string_view message, const Context& contex
 
 MatchResult Matcher::match_prefiltered(std::string_view message, const Context& context,
                                        const Prefilter& prefilter) const noexcept {
-  return framed(entries_, message, kReferenceSteps, [&](Normalized& norm, MatchResult& result, std::size_t steps, std::size_t excluded) {
+  return framed(entries_, shortest_key_, message, kReferenceSteps, [&](Normalized& norm, MatchResult& result, std::size_t steps, std::size_t excluded) {
     Run run(*this, message, context, result, steps);
     run.excluded = excluded;
     std::vector<std::uint32_t> ids;

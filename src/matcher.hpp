@@ -153,6 +153,7 @@ class Matcher {
   std::vector<std::uint32_t> entry_key_;  // entry -> key id (uint32 max: none)
   std::string also_bytes_;                // EntryKey::also of entry i: also_bytes_[also_begin_[i], also_begin_[i+1])
   std::vector<std::uint32_t> also_begin_;
+  std::size_t shortest_key_ = 0;  // a text shorter than this matches no entry (0: no such bound)
   mutable std::atomic<std::size_t> compiled_{0};
 };
 
