@@ -197,6 +197,19 @@ void check_summary(const Entry& e, std::vector<Problem>& problems) {
                                     width, kMaxSummaryColumns, summary.substr(0, 60))});
 }
 
+// A generated entry (`generated: true`, tagged `generated` by the
+// extractor) needs no hand-written remediation, but its rendered examples
+// stand for it: the match examples are checked like any entry's, and it
+// must name a near neighbour it does not claim (the extractor's one-letter
+// change), or nothing shows that its template is not too loose.
+void check_generated(const Entry& e, std::vector<Problem>& problems) {
+  if (!e.imported || std::find(e.tags.begin(), e.tags.end(), "generated") == e.tags.end()) return;
+  if (e.no_match_examples.empty())
+    problems.push_back({e.where, e.id,
+                        "generated entry has no no_match example: give it the near neighbour it must not claim "
+                        "(regenerate the layer, or add one under examples.no_match)"});
+}
+
 }  // namespace
 
 std::vector<Problem> lint(const Catalog& catalog) {
@@ -224,6 +237,8 @@ std::vector<Problem> lint(const Catalog& catalog) {
     check_preflight_examples(e, problems);
     check_authoring_notes(e, problems);
     check_summary(e, problems);
+
+    check_generated(e, problems);
 
     if (lost > 0 && won == 0) {
       // Every example went elsewhere: the entry can never be the answer.

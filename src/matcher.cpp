@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 
 #include "errshim/raise_site.hpp"
+#include "fix_values.hpp"
 #include "literal_extract.hpp"
 #include "template.hpp"
 
@@ -343,6 +344,12 @@ Matcher::Matcher(std::vector<std::shared_ptr<const Entry>> entries, std::vector<
   for (std::size_t k = 0; k < keys.size(); ++k)
     std::sort(key_entries_.begin() + key_entry_begin_[k], key_entries_.begin() + key_entry_begin_[k + 1]);
   entry_key_ = std::move(key_of);
+  // Every match holds its entry's key; with no entry matched without one, a
+  // shorter text matches nothing (the nested-claim rule skips such captures).
+  if (always_.empty()) {
+    shortest_key_ = SIZE_MAX;
+    for (std::size_t k = 0; k < keys.size(); ++k) shortest_key_ = std::min(shortest_key_, keys[k].size());
+  }
 }
 
 Matcher::~Matcher() = default;
@@ -452,13 +459,15 @@ class Matcher::Run {
 
   bool exhausted() const { return exhausted_; }
 
+  std::size_t excluded = SIZE_MAX;  // an entry this run does not consider (the nested-claim rule's rival reading)
+
   // Searches segment `segment` with entry `index`, given the positions of
   // its literal there (`hits`, ascending; empty: search all of it). With
   // `prune`, an entry that cannot beat the best hit on priority and
   // specificity is not searched at all.
   void consider(std::size_t index, std::size_t segment, std::string_view text, const Candidate* hits,
                 std::size_t hit_count, bool prune) {
-    if (exhausted_) return;
+    if (exhausted_ || index == excluded) return;
     const Entry& e = *m_.entries_[index];
     const ScopeFit fit = scope_fit(e.applies_to, context_);
     if (fit == ScopeFit::contradicted) return;
@@ -668,17 +677,157 @@ class Matcher::Run {
 thread_local boost::cmatch Matcher::Run::results_[2];
 
 namespace {
-// Runs `body(norm, run)` with the usual framing: normalisation, the size
-// report, and "never throws".
+
+// How many wrappers deep the nested-claim rule looks: real chains nest an
+// error in one or two others; the bound keeps a crafted message cheap.
+constexpr int kMaxNesting = 4;
+
+// A capture's regex that takes any run of text: a template placeholder
+// left at its default, or a hand-written `.+`.
+bool free_text_body(std::string_view body) {
+  if (body.rfind("(?:(?!", 0) == 0)
+    return ends_with(body, ")[^\\n])++") || ends_with(body, ")[\\s\\S])++");
+  for (std::string_view atom : {std::string_view("."), std::string_view("[^\\n]"), std::string_view("[\\s\\S]")}) {
+    if (body.rfind(atom, 0) != 0) continue;
+    const std::string_view q = body.substr(atom.size());
+    return q == "+" || q == "*" || q == "+?" || q == "*?" || q == "++" || q == "*+";
+  }
+  return false;
+}
+
+}  // namespace
+
+bool free_text_capture(const Entry& e, std::string_view name) {
+  const std::optional<std::string> re = capture_body(e.pattern, name);
+  return re && free_text_body(*re);
+}
+
+namespace {
+
+// The nested-claim rule, one level: when a free-text capture of the winner
+// holds text another entry claims on its own (matched as a message of its
+// own, by the same rule), at no lower priority, that inner entry wins: the
+// winner's text only wraps the error the inner site raised. Among several
+// such captures, the inner entry of highest priority, then the most
+// literal text, then the first capture. Returns the inner entry's literal
+// length, 0 when the diagnosis stays.
 template <class Body>
-MatchResult framed(std::string_view message, Body&& body) noexcept {
+std::size_t take_nested(MatchResult& result, std::size_t budget, std::size_t shortest, Body& body) {
+  const Diagnosis& outer = *result.diagnosis;
+  const Entry& e = *outer.entry;
+  // The texts an inner error may fill: each free-text capture, and each run
+  // of such captures with only blanks between them (`{lhs} {rhs}` splits a
+  // message at its first blank), found in order in the matched text.
+  std::vector<std::string_view> texts;
+  const std::string_view matched = outer.matched;
+  std::size_t cursor = 0, run_start = std::string_view::npos, run_end = 0;
+  for (const Capture& c : outer.captures) {
+    const std::size_t at = matched.find(c.value, cursor);
+    if (c.value.empty() || !free_text_capture(e, c.name) || at == std::string_view::npos) {
+      run_start = std::string_view::npos;
+      continue;
+    }
+    texts.push_back(matched.substr(at, c.value.size()));
+    const bool joins = run_start != std::string_view::npos && at >= run_end &&
+                       matched.substr(run_end, at - run_end).find_first_not_of(" \t") == std::string_view::npos;
+    if (!joins) run_start = at;
+    run_end = at + c.value.size();
+    cursor = run_end;
+    if (joins) texts.push_back(matched.substr(run_start, run_end - run_start));
+  }
+  std::optional<Diagnosis> best;
+  std::size_t best_specificity = 0;
+  std::string_view best_value;
+  for (std::string_view text : texts) {
+    if (result.steps >= budget) break;
+    if (text.size() < shortest) continue;
+    Normalized norm = normalize(text);
+    MatchResult inner;
+    body(norm, inner, budget - result.steps, SIZE_MAX);
+    result.steps += inner.steps;
+    for (std::string& p : inner.problems) result.problems.push_back(std::move(p));
+    if (!inner.diagnosis || inner.diagnosis->entry->priority < e.priority) continue;
+    const std::size_t specificity = literal_length(inner.diagnosis->entry->pattern);
+    if (best && std::make_pair(inner.diagnosis->entry->priority, specificity) <=
+                    std::make_pair(best->entry->priority, best_specificity))
+      continue;
+    best = std::move(inner.diagnosis);
+    best_specificity = specificity;
+    best_value = text;
+  }
+  if (!best) return 0;
+  Diagnosis d = std::move(*best);
+  // Where the inner text sits in the outer segment (the capture's text
+  // itself when normalising it changed the matched text).
+  const std::size_t value_at = outer.segment.find(std::string(best_value), outer.offset);
+  std::size_t at = value_at == std::string::npos ? std::string::npos : outer.segment.find(d.matched, value_at);
+  if (at == std::string::npos) at = value_at == std::string::npos ? outer.offset : value_at;
+  d.offset = at;
+  d.segment = outer.segment;
+  d.segment_index = outer.segment_index;
+  d.raw = outer.raw;
+  if (d.exception_class.empty()) d.exception_class = outer.exception_class;
+  result.diagnosis = std::move(d);
+  return std::max<std::size_t>(best_specificity, 1);
+}
+
+// Follows the nested-claim rule down from the winner; returns the literal
+// text the chain accounts for (the winner's and each inner entry's).
+template <class Body>
+std::size_t follow_nesting(MatchResult& result, std::size_t budget, std::size_t shortest, Body& body) {
+  std::size_t covered = literal_length(result.diagnosis->entry->pattern);
+  for (int depth = 0; depth < kMaxNesting && result.diagnosis; ++depth) {
+    const std::size_t inner = take_nested(result, budget, shortest, body);
+    if (inner == 0) break;
+    covered += inner;
+  }
+  return covered;
+}
+
+// Runs `body(norm, result, steps, excluded)` with the usual framing:
+// normalisation, the size report, the nested-claim rule (each capture
+// matched by the same body, within what the budget has left), and "never
+// throws". When the winner wraps an inner error, the message is read once
+// more without the winner: a rival wrapper whose chain accounts for more
+// literal text is the better reading (the winner's trailing placeholder may
+// have swallowed the rival's own text, leaving a fragment another entry
+// claims); it replaces the first on a larger count, at the same priority.
+template <class Body>
+MatchResult framed(const std::vector<std::shared_ptr<const Entry>>& entries, std::size_t shortest,
+                   std::string_view message, std::size_t budget, Body&& body) noexcept {
   MatchResult result;
   try {
     Normalized norm = normalize(message);
     if (norm.truncated)
       result.problems.push_back(fmt::format("message of {} bytes cut to its first and last {} KiB", message.size(),
                                             kMaxInputBytes / 2048));
-    body(norm, result);
+    body(norm, result, budget, SIZE_MAX);
+    if (!result.diagnosis) return result;
+    const std::shared_ptr<const Entry> winner = result.diagnosis->entry;
+    const std::size_t alone = literal_length(winner->pattern);
+    const std::size_t covered = follow_nesting(result, budget, shortest, body);
+    if (covered == alone || result.steps >= budget) return result;
+    const auto at = std::find(entries.begin(), entries.end(), winner);
+    MatchResult rival;
+    Normalized again = normalize(message);
+    body(again, rival, budget - result.steps, static_cast<std::size_t>(at - entries.begin()));
+    result.steps += rival.steps;
+    if (rival.diagnosis && rival.diagnosis->entry->priority == winner->priority) {
+      rival.steps = result.steps;
+      const std::size_t rival_covered = follow_nesting(rival, budget, shortest, body);
+      // On a tie the text cannot tell which error wraps which ("A {x}" and
+      // "{y} B" read "A y B" both ways): the more specific innermost entry
+      // is the answer, as without nesting.
+      const auto innermost = [](const MatchResult& r) {
+        return std::make_pair(r.diagnosis->entry->priority, literal_length(r.diagnosis->entry->pattern));
+      };
+      if (rival.diagnosis && result.diagnosis &&
+          (rival_covered > covered || (rival_covered == covered && innermost(rival) > innermost(result)))) {
+        for (std::string& p : rival.problems) result.problems.push_back(std::move(p));
+        result.diagnosis = std::move(rival.diagnosis);
+      }
+      result.steps = rival.steps;
+    }
   } catch (const std::exception& err) {
     // Out of memory or similar: the host gets "no match", never an exception.
     result.diagnosis.reset();
@@ -692,8 +841,9 @@ MatchResult framed(std::string_view message, Body&& body) noexcept {
 }  // namespace
 
 MatchResult Matcher::match(std::string_view message, const Context& context, const MatchOptions& options) const noexcept {
-  return framed(message, [&](Normalized& norm, MatchResult& result) {
-    Run run(*this, message, context, result, options.max_steps);
+  return framed(entries_, shortest_key_, message, options.max_steps, [&](Normalized& norm, MatchResult& result, std::size_t steps, std::size_t excluded) {
+    Run run(*this, message, context, result, steps);
+    run.excluded = excluded;
     // Reused by each thread's calls: no allocation per message.
     thread_local std::vector<Candidate> candidates;
     for (std::size_t s = 0; s < norm.segments.size() && !run.exhausted(); ++s) {
@@ -713,8 +863,9 @@ MatchResult Matcher::match(std::string_view message, const Context& context, con
 }
 
 MatchResult Matcher::match_naive(std::string_view message, const Context& context) const noexcept {
-  return framed(message, [&](Normalized& norm, MatchResult& result) {
-    Run run(*this, message, context, result, kReferenceSteps);
+  return framed(entries_, shortest_key_, message, kReferenceSteps, [&](Normalized& norm, MatchResult& result, std::size_t steps, std::size_t excluded) {
+    Run run(*this, message, context, result, steps);
+    run.excluded = excluded;
     for (std::size_t s = 0; s < norm.segments.size(); ++s)
       for (std::size_t i = 0; i < entries_.size(); ++i) run.consider(i, s, norm.segments[s].text, nullptr, 0, false);
     run.finish(message, norm);
@@ -723,8 +874,9 @@ MatchResult Matcher::match_naive(std::string_view message, const Context& contex
 
 MatchResult Matcher::match_prefiltered(std::string_view message, const Context& context,
                                        const Prefilter& prefilter) const noexcept {
-  return framed(message, [&](Normalized& norm, MatchResult& result) {
-    Run run(*this, message, context, result, kReferenceSteps);
+  return framed(entries_, shortest_key_, message, kReferenceSteps, [&](Normalized& norm, MatchResult& result, std::size_t steps, std::size_t excluded) {
+    Run run(*this, message, context, result, steps);
+    run.excluded = excluded;
     std::vector<std::uint32_t> ids;
     for (std::size_t s = 0; s < norm.segments.size(); ++s) {
       const std::string_view text = norm.segments[s].text;

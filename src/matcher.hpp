@@ -65,7 +65,8 @@ class Matcher {
   Matcher& operator=(const Matcher&) = delete;
 
   // Normalises `message`, then applies the winner rule documented on
-  // Catalog::match. Never throws: a regex that gives up (its share of
+  // Catalog::match and the nested-claim rule (patterns/README.md, "Nested
+  // errors"), which matches the winner's free-text captures again. Never throws: a regex that gives up (its share of
   // MatchOptions::max_steps) counts as "did not match" and is reported in
   // the result; when the budget runs out the best hit so far stands. A
   // template's regex runs only where its literals occur in order.
@@ -152,6 +153,7 @@ class Matcher {
   std::vector<std::uint32_t> entry_key_;  // entry -> key id (uint32 max: none)
   std::string also_bytes_;                // EntryKey::also of entry i: also_bytes_[also_begin_[i], also_begin_[i+1])
   std::vector<std::uint32_t> also_begin_;
+  std::size_t shortest_key_ = 0;  // a text shorter than this matches no entry (0: no such bound)
   mutable std::atomic<std::size_t> compiled_{0};
 };
 
@@ -159,5 +161,11 @@ class Matcher {
 // (escaped or plain characters outside classes, groups syntax and optional
 // atoms). For a template this is exactly its literal length.
 std::size_t literal_length(std::string_view regex);
+
+// Whether capture `name` of `e` can hold any text on its line (a template
+// placeholder left at its default run, a hand-written `.+`): one that can
+// hold another error's whole message (the nested-claim rule). A typed
+// capture (capture_patterns: a shape, a dtype, a quoted string) cannot.
+bool free_text_capture(const Entry& e, std::string_view name);
 
 }  // namespace errshim::detail

@@ -11,7 +11,7 @@
    variant's Display as a plain message, as `Error: ..` and inside an anyhow
    `Caused by:` chain, the derived Debug forms (plain, in `WithBacktrace`,
    after `unwrap()`) of the versions that derive Debug, and the candle
-   records of ../shared/corpus/messages.yaml (real reports). Each is
+   records of tests/data/corpus/messages.yaml (real reports). Each is
    explained by `errshim explain --json --catalog patterns/generated/`; it
    counts as claimed at the right place when the winning entry names the
    raising file in `source` or `also_at`.
@@ -40,6 +40,8 @@ import rustfmt_template as rt  # noqa: E402
 
 import yaml  # noqa: E402
 
+# the corpus the C++ tests read (a copy of the shared one, kept in the checkout)
+CORPUS = os.path.join(TOP, "tests", "data", "corpus")
 INCLUDE = ["candle-core/src/*", "candle-nn/src/*", "candle-transformers/src/*", "candle-metal-kernels/src/*"]
 EVAL = {"shape": ["[4, 16, 64]", "[1, 32]"], "dtype": ["F32", "BF16"], "int": ["128", "5"],
         "layout": ["Layout { shape: [4, 16], stride: [16, 1], start_offset: 8 }"],
@@ -96,22 +98,55 @@ def entry_pins(files, head):
     return pins
 
 
-def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--git-dir", required=True)
-    ap.add_argument("--errshim", default=os.path.join(TOP, "build/tools/errshim"))
-    ap.add_argument("--json")
-    ap.add_argument("--limit", type=int, default=0, help="at most this many messages per set (0: all)")
-    a = ap.parse_args()
-    curated_files = [os.path.join(TOP, "patterns", f) for f in ("candle.yaml", "transformers.yaml", "libtorch.yaml")]
-    gen_file = os.path.join(TOP, "patterns/generated/candle.yaml")
-    paths = entry_paths(curated_files + [gen_file])
+def entry_sites(e):
+    return {e["source"]["path"]} | {q["path"] for q in e.get("also_at", [])}
+
+
+def neighbour_cases(gen, seed=14):
+    """(set, message, expected paths, outer paths) of the generated
+    neighbours: each entry's no_match example (one literal changed: nothing
+    may claim it at another site), and for each entry with a free-text
+    capture its match example with that capture given another entry's
+    example. By the nested-claim rule (patterns/README.md) the entry whose
+    example fills the placeholder is the answer: the right site is the
+    donor's; a claim by the wrapper (outer paths) hides the inner error."""
+    out = []
+    for e in gen:
+        out.append(("neighbour-literal", e["examples"]["no_match"][0], entry_sites(e), set(), None))
+    donors = [(g["examples"]["match"][0]["text"], g) for g in gen]
+    rnd = random.Random(seed)
+    for e in gen:
+        # a free-text capture (a name, a path, a message) can hold any text;
+        # one of a typed capture (a shape, a dtype) cannot
+        caps = {k: v for k, v in (e["examples"]["match"][0].get("captures") or {}).items()
+                if k not in (e.get("capture_patterns") or {})}
+        if not caps:
+            continue
+        name = sorted(caps)[0]
+        donor, d = rnd.choice(donors)
+        text = e["examples"]["match"][0]["text"].replace(caps[name], donor, 1)
+        # a donor holding one of the wrapper's own literals (`]`, `, `)
+        # leaves no reading that can tell where the placeholder ends
+        tag = "neighbour-placeholder"
+        if any(lit.strip() and lit in donor for lit in literal_runs(e["template"])):
+            tag += "-ambiguous"
+        out.append((tag, text, entry_sites(d), entry_sites(e) - entry_sites(d), (e["id"], donor)))
+    return out
+
+
+def literal_runs(template):
+    t = template.replace("{{", "\x00").replace("}}", "\x01")
+    return [r.replace("\x00", "{").replace("\x01", "}") for r in re.split(r"\{[^{}]*\}", t)]
+
+
+def sites_and_cases(a, curated_files, gen_file):
+    """Parts 1 and 2: coverage of HEAD's raise sites, and the messages
+    built from the sources (with the expected raising file)."""
     reader = ex.GitReader(a.git_dir)
     revs = ex.release_revs(reader)
     versions = ex.git_versions(reader, revs, INCLUDE, rust_frontend, (".rs",))
     reader.close()
     head_label, head, head_facts = versions[-1]
-    out = {}
 
     # 1. coverage of raise sites at HEAD
     before = entry_pins(curated_files, head)
@@ -125,9 +160,8 @@ def main():
         text_known = s.get("message") is not None and s["message"] in curated_templates
         cov[crate]["before"] += key in before or text_known
         cov[crate]["after"] += key in after or text_known
-    out["coverage"] = {k: dict(v) for k, v in sorted(cov.items())}
+    coverage = {k: dict(v) for k, v in sorted(cov.items())}
 
-    explain = Explainer(a.errshim, [gen_file])
     cases = []  # (set, message, expected path or set of paths)
 
     # 2a. every raise site at HEAD, rendered with evaluation values
@@ -177,36 +211,42 @@ def main():
                 cases.append((tag + "-unwrap", "thread 'main' panicked at src/main.rs:9:41:\ncalled `Result::unwrap()` "
                               "on an `Err` value: %s" % dbg, {c["path"]}, None))
     # 2c. real reports
-    with open(os.path.join(TOP, "..", "shared", "corpus", "messages.yaml")) as fh:
+    with open(os.path.join(CORPUS, "messages.yaml")) as fh:
         records = yaml.safe_load(fh)
     for r in records:
         if r.get("repo") == "huggingface/candle" and r.get("example"):
             cases.append(("corpus-messages", r["example"], {r["path"]}, None))
 
+    return coverage, cases
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--git-dir", help="a clone of candle (parts 1 and 2 need it)")
+    ap.add_argument("--errshim", default=os.path.join(TOP, "build/tools/errshim"))
+    ap.add_argument("--json")
+    ap.add_argument("--limit", type=int, default=0, help="at most this many messages per set (0: all)")
+    ap.add_argument("--near-only", action="store_true",
+                    help="only part 3 (near misses and neighbours): no clone needed")
+    a = ap.parse_args()
+    if not a.git_dir and not a.near_only:
+        ap.error("--git-dir is required unless --near-only")
+    curated_files = [os.path.join(TOP, "patterns", f) for f in ("candle.yaml", "transformers.yaml", "libtorch.yaml")]
+    gen_file = os.path.join(TOP, "patterns/generated/candle.yaml")
+    paths = entry_paths(curated_files + [gen_file])
+    out = {}
+    cases = []  # (set, message, expected path or set of paths)
+    explain = Explainer(a.errshim, [gen_file])
+    if not a.near_only:
+        out["coverage"], cases = sites_and_cases(a, curated_files, gen_file)
+
     # 3. near misses: corpus, and neighbours of generated entries
-    with open(os.path.join(TOP, "..", "shared", "corpus", "near-misses.yaml")) as fh:
+    with open(os.path.join(CORPUS, "near-misses.yaml")) as fh:
         near = yaml.safe_load(fh)
-    near_cases = [("near-miss-corpus", n["message"], {n["path"]}) for n in near if n.get("message")]
+    near_cases = [("near-miss-corpus", n["message"], {n["path"]}, set(), None) for n in near if n.get("message")]
     with open(gen_file) as fh:
         gen = yaml.safe_load(fh)["entries"]
-    rnd = random.Random(14)
-    for e in gen:
-        p = {(e["source"])["path"]} | {q["path"] for q in e.get("also_at", [])}
-        near_cases.append(("neighbour-literal", e["examples"]["no_match"][0], p))
-    donors = [g["examples"]["match"][0]["text"] for g in gen]
-    for e in gen:
-        # a free-text capture (a name, a path, a message) can hold any text;
-        # one of a typed capture (a shape, a dtype) cannot
-        caps = {k: v for k, v in (e["examples"]["match"][0].get("captures") or {}).items()
-                if k not in (e.get("capture_patterns") or {})}
-        if not caps:
-            continue
-        name = sorted(caps)[0]
-        donor = rnd.choice(donors)
-        text = e["examples"]["match"][0]["text"].replace(caps[name], donor, 1)
-        p = {(e["source"])["path"]} | {q["path"] for q in e.get("also_at", [])}
-        near_cases.append(("neighbour-placeholder", text, p))
-
+    near_cases += neighbour_cases(gen)
     if a.limit:
         cases = cases[:a.limit]
     # explain runs one process per message; two at a time
@@ -229,7 +269,7 @@ def main():
         else:
             res["wrong_file"] += 1
             misses[tag].append(("wrong:" + r["id"], msg[:160]))
-    for tag, msg, expect in near_cases:
+    for tag, msg, expect, outer, nested in near_cases:
         r = explain(msg)
         res = results[tag]
         res["messages"] += 1
@@ -239,6 +279,15 @@ def main():
         got = paths.get(r["id"], set())
         if got & expect:
             res["same_site"] += 1
+        elif nested and r["id"] == nested[0] and not any(
+                nested[1] in str(v) for v in (r.get("captures") or {}).values()):
+            # "A {x}" holding "{y} B" reads "A y B" both ways: the wrapper
+            # claimed as the inner error of the donor is the other reading
+            res["other_reading"] += 1
+        elif got & outer:
+            # the wrapper claimed the error its placeholder holds
+            res["wrong_site_outer"] += 1
+            misses[tag].append(("outer:" + r["id"], msg[:160]))
         elif ".gen." in r["id"]:
             res["wrong_site_generated"] += 1
             misses[tag].append(("wrong:" + r["id"], msg[:160]))
