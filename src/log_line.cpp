@@ -158,7 +158,7 @@ bool bracket_is_worker(sv c) {
   return d > 0 && q + d == c.size();
 }
 
-// One word naming a component or a topic: "[api]", "[Bug]", "[rankx]".
+// One word naming a component or a topic: "[api]:", "[Bug]:", "[rankx]:".
 // Blanks, commas and quotes say it is message text ("[Errno 2]", "[1, 2]").
 bool bracket_is_name(sv c) {
   if (c.empty() || c.size() > 32 || !is_alpha(c[0])) return false;
@@ -185,7 +185,11 @@ Match match_bracket(sv s, std::size_t p) {
   const sv content = s.substr(p + 1, q - p - 1);
   Level level = Level::none;
   if (bracket_is_record(content, level)) return {q + 1, Token::record, level};
-  if (bracket_is_worker(content) || bracket_is_name(content)) return {q + 1, Token::tag, Level::none};
+  if (bracket_is_worker(content)) return {q + 1, Token::tag, Level::none};
+  // A bare word in brackets also opens messages ("[QConv3D] Unknown
+  // quantization scheme", torch's op-tagged checks): it is a tag only when a
+  // colon follows, as in "[Bug]: ..." and "[rankx]: ...".
+  if (bracket_is_name(content) && q + 1 < s.size() && s[q + 1] == ':') return {q + 1, Token::tag, Level::none};
   return {};
 }
 
