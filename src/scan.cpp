@@ -69,7 +69,6 @@ constexpr std::size_t kReadChunk = 1u << 20;
 constexpr std::size_t kMaxMessageLines = 40;  // unmarked lines taken as one message's continuation
 constexpr std::size_t kMaxHeldBlanks = 2;      // blank lines a block may bridge (Python chains use one)
 constexpr std::size_t kLookBackLines = 8;      // lines above "Exception raised from" taken as its message
-constexpr std::size_t kMaxGroupKey = 512;      // bytes of a message used to group unmatched blocks
 
 using detail::is_blank;
 using detail::is_digit;

@@ -6,7 +6,6 @@
 
 #include <filesystem>
 #include <optional>
-#include <regex>
 #include <set>
 #include <fstream>
 #include <sstream>
@@ -185,10 +184,21 @@ TEST(ConfigRoundTrip, DumpWritesWhatReadsBackAsTheTreeOrRefuses) {
       ++configs;
       // The scalars under every word of the text that is written as a key.
       std::vector<KeyPath> leaves;
-      const std::regex key_like("([A-Za-z_][A-Za-z0-9_]*)\"?:");
-      std::set<std::string> words;
-      for (auto it = std::sregex_iterator(text.begin(), text.end(), key_like); it != std::sregex_iterator(); ++it)
-        words.insert((*it)[1].str());
+      std::set<std::string> words;  // [A-Za-z_][A-Za-z0-9_]* followed by ':' or '":'
+      for (std::size_t i = 0; i < text.size();) {
+        const auto word_char = [](char c, bool first) {
+          return c == '_' || (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (!first && c >= '0' && c <= '9');
+        };
+        if (!word_char(text[i], true)) {
+          ++i;
+          continue;
+        }
+        std::size_t j = i + 1;
+        while (j < text.size() && word_char(text[j], false)) ++j;
+        const std::size_t colon = j < text.size() && text[j] == '"' ? j + 1 : j;
+        if (colon < text.size() && text[colon] == ':') words.insert(text.substr(i, j - i));
+        i = j;
+      }
       for (const std::string& w : words)
         for (const KeyPath& at : parsed->find(w)) {
           const std::optional<Value> v = parsed->get(at);
