@@ -762,6 +762,20 @@ class Locator {
     switch (n.Type()) {
       case YAML::NodeType::Scalar: {
         s.kind = Src::Kind::scalar;
+        if (n.Scalar().empty() && content != token) {
+          // An empty scalar after its tag or anchor (`seed: !337`): its text
+          // is nothing, where the properties end on their line, not the
+          // next line's key that properties() skipped to.
+          std::size_t e = token;
+          while (e < t_.size() && !blank(t_[e]) && !line_end(t_[e])) ++e;
+          std::size_t b = e;
+          while (b < t_.size() && blank(t_[b])) ++b;
+          if (b >= t_.size() || line_end(t_[b]) || t_[b] == '#') {
+            s.start = s.end = e;
+            s.style = 'p';
+            return;
+          }
+        }
         s.start = content;
         s.end = scalar_end(content, flow, parent_col, s.style);
         return;

@@ -154,6 +154,15 @@ TEST(ConfigRoundTrip, AKeyWithoutValueInAFlowMappingIsSplicedAround) {
   EXPECT_EQ(t.dump(), "k: false\nmodel: {a: 2, b: 1}  # c\n");
 }
 
+// Found by the config_fix fuzzer: an empty value after a tag (`seed: !337`)
+// followed by a less indented key was located on that key's line, so the
+// whole document went to the emitter, which wrote `!337 ""`.
+TEST(ConfigRoundTrip, ATaggedEmptyValueStaysAsWritten) {
+  ConfigTree t = ConfigTree::parse("model:\n  kv: true\ngeneration:\n  seed: !337\nstrict: false\n");
+  t.set({"model", "kv"}, b(false));
+  EXPECT_EQ(t.dump(), "model:\n  kv: false\ngeneration:\n  seed: !337\nstrict: false\n");
+}
+
 // A byte order mark is not counted in yaml-cpp's positions; the splice is.
 TEST(ConfigRoundTrip, AByteOrderMarkStaysAndTheEditLandsInPlace) {
   const std::string in = "\xEF\xBB\xBF{\"a\": 1, \"b\": \"x\"}\n";
