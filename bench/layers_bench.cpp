@@ -7,8 +7,9 @@
 //   layers/first_diagnosis/<catalog>    a new process: start, build, one diagnosis, exit
 //   layers/rss/<catalog>                resident memory the build adds, then with every regex compiled
 //
-// <catalog> is "embedded" or "embedded+candle". The layer is read from
-// ERRSHIM_GENERATED_DIR, else from this build's generated/layers.
+// <catalog> is "embedded", "embedded+candle" or "embedded+all" (every
+// generated layer found). The layers are read from ERRSHIM_GENERATED_DIR,
+// else from this build's generated/layers.
 #include <benchmark/benchmark.h>
 
 #include <chrono>
@@ -35,7 +36,9 @@ bool with_layer(const std::string& catalog) { return catalog != "embedded"; }
 errshim::CatalogPtr build(const std::string& catalog) {
   errshim::CatalogBuilder b;
   b.add_embedded();
-  if (with_layer(catalog)) b.add_generated("candle");
+  if (catalog == "embedded+candle") b.add_generated("candle");
+  if (catalog == "embedded+all")
+    for (const std::string& layer : errshim::CatalogBuilder::generated_layers()) b.add_generated(layer);
   return b.build();
 }
 
@@ -153,7 +156,7 @@ int main(int argc, char** argv) {
 
   static const std::string kTwentyKb = twenty_kb("kv_cache_enabled=true is not supported");
   static const std::string kTwentyKbGenerated = twenty_kb("Metal contiguous elu F16 not implemented");
-  for (const std::string catalog : {"embedded", "embedded+candle"}) {
+  for (const std::string catalog : {"embedded", "embedded+candle", "embedded+all"}) {
     const std::string m = "layers/match/" + catalog + "/";
     benchmark::RegisterBenchmark((m + "short-hit").c_str(), match, catalog,
                                  std::string("kv_cache_enabled=true is not supported"), true);

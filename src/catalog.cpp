@@ -542,7 +542,8 @@ CatalogPtr CatalogBuilder::build() const {
   for (;;) {
     std::vector<Problem> all = problems;
     std::vector<std::shared_ptr<const Entry>> entries;
-    std::vector<std::size_t> origin;  // entry -> its layer
+    std::vector<std::size_t> origin;      // entry -> its layer
+    std::vector<std::size_t> origin_pos;  // entry -> its position in that layer
     // id -> position in entries. Keys view the ids of the entries stored
     // there (hashing, not a copy and an ordered tree per id: at 100,000
     // entries the copies cost a tenth of a snapshot's load).
@@ -556,7 +557,8 @@ CatalogPtr CatalogBuilder::build() const {
       const auto& parsed = layers[l].entries;
       index.reserve(index.size() + parsed.size());
       layer_ids.reserve(parsed.size());
-      for (const std::shared_ptr<const Entry>& shared : parsed) {
+      for (std::size_t pos = 0; pos < parsed.size(); ++pos) {
+        const std::shared_ptr<const Entry>& shared = parsed[pos];
         const Entry& e = *shared;
         if (layer_ids.count(e.id) != 0) {
           const Location& first = entries[index.at(e.id)]->where;
@@ -572,11 +574,13 @@ CatalogPtr CatalogBuilder::build() const {
           index.erase(it);  // its key views the id of the entry replaced
           entries[at] = shared;
           origin[at] = l;
+          origin_pos[at] = pos;
           index.emplace(id, at);
         } else {
           index.emplace(id, entries.size());
           entries.push_back(shared);
           origin.push_back(l);
+          origin_pos.push_back(pos);
         }
         layer_ids.insert(id);
         // A user catalog gets the risk check a reload applies (lint), be it
@@ -589,15 +593,23 @@ CatalogPtr CatalogBuilder::build() const {
       }
     }
     index.clear();
-    // A layer's match plan is kept when the layer is the whole catalog
-    // (other layers change the entries, and with them every key's rarity);
-    // a layer about to be cached is planned here, once, for both.
+    // Each entry keeps the plan item its own layer chose: a key is text
+    // every match of the entry contains whatever else the catalog holds,
+    // so layers put together need no plan across all of them (planning
+    // every generated entry again was most of a build). A key chosen
+    // within its layer may be less rare in the whole; that costs candidates,
+    // never a match. A layer without a plan (parsed YAML) is planned here,
+    // once, for the catalog and for its cache entry.
+    for (Layer& layer : layers)
+      if (layer.plan.items.size() != layer.entries.size()) layer.plan = detail::plan_matching(layer.entries);
     detail::MatchPlan plan;
     if (layers.size() == 1) {
       Layer& only = layers.front();
       const bool to_cache = !only.cache_entry.empty() && !only.from_cache && !only.had_problems;
-      if (to_cache) only.plan = detail::plan_matching(only.entries);
       plan = to_cache ? only.plan : std::move(only.plan);
+    } else {
+      plan.items.reserve(entries.size());
+      for (std::size_t i = 0; i < entries.size(); ++i) plan.items.push_back(layers[origin[i]].plan.items[origin_pos[i]]);
     }
     const std::size_t before_matcher = all.size();
     auto impl = std::make_unique<Catalog::Impl>(std::move(entries), all, std::move(plan));
@@ -620,7 +632,6 @@ CatalogPtr CatalogBuilder::build() const {
       Layer& layer = layers[l];
       if (layer.cache_entry.empty() || layer.from_cache || layer.had_problems || blamed[l]) continue;
       try {
-        if (layers.size() != 1) layer.plan = detail::plan_matching(layer.entries);
         const std::string bytes = detail::write_snapshot(layer.entries, layer.plan, layer.hash);
         if (bytes.size() <= cache_entry_limit(layer.files)) cache->write(layer.cache_entry, bytes);
       } catch (const std::exception&) {

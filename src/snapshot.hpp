@@ -3,9 +3,9 @@
 // is read at copy speed, so loading is the index.
 //
 // A snapshot also holds the catalog's match plan (matcher.hpp: each entry's
-// literal, chosen across the catalog, and its anchor), which is most of the
-// rest of a load; it is used when the snapshot is the whole catalog, and
-// worked out again when other layers change the entries.
+// literal, chosen across the snapshot's entries, and its anchor), which is
+// most of the rest of a load; each entry keeps its item when other layers
+// are put beside it (CatalogBuilder::build).
 //
 // A snapshot holds entries that a build already checked, so they are not
 // checked again (raw patterns and `unless` lists still compile when the

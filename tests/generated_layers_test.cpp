@@ -115,6 +115,41 @@ TEST_F(GeneratedLayers, ANameThatIsAPathIsNotLookedUp) {
     EXPECT_THROW(CatalogBuilder().add_generated(name).build(), catalog_error) << name;
 }
 
+// Layers put together keep the keys each chose for its own entries: an entry
+// matched through another entry's key would miss its own message. A later
+// layer still replaces an earlier entry of the same id.
+TEST_F(GeneratedLayers, EveryLayerMatchesThroughItsOwnKeysWhenLayersArePutTogether) {
+  using testing::entry_yaml;
+  using testing::file_yaml;
+  const CatalogPtr first = CatalogBuilder()
+                               .add_yaml(file_yaml(entry_yaml("t.one", "alpha engine stalled at step {step}") +
+                                                   entry_yaml("t.two", "bravo queue overflowed by {n} items") +
+                                                   entry_yaml("t.three", "charlie socket closed unexpectedly")),
+                                         "first.yaml")
+                               .build();
+  const CatalogPtr all =
+      CatalogBuilder()
+          .add_embedded()
+          .add_snapshot(first->snapshot(), "first.snapshot")
+          .add_yaml(file_yaml(entry_yaml("t.two", "delta cache was evicted early") +
+                              entry_yaml("t.four", "echo stream ended before the header")),
+                    "second.yaml")
+          .build();
+  const std::pair<const char*, const char*> cases[] = {
+      {"alpha engine stalled at step 12", "t.one"},
+      {"delta cache was evicted early", "t.two"},
+      {"charlie socket closed unexpectedly", "t.three"},
+      {"echo stream ended before the header", "t.four"},
+      {"kv_cache_enabled=true is not supported", "candle.metavoice.kv_cache_enabled"},
+  };
+  for (const auto& [message, id] : cases) {
+    const auto d = all->diagnose(message);
+    ASSERT_TRUE(d) << message;
+    EXPECT_EQ(d->id(), id) << message;
+  }
+  EXPECT_FALSE(all->diagnose("bravo queue overflowed by 3 items"));
+}
+
 #ifdef ERRSHIM_GENERATED_LAYER_DIR
 // The candle layer this build snapshotted: on top of the embedded catalog a
 // generated entry explains what no curated one does, and a curated entry
