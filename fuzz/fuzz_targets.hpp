@@ -118,8 +118,21 @@ inline void snapshot_one(const std::uint8_t* data, std::size_t size) {
     (void)catalog->match(e->template_text);
     if (catalog->find(e->id) == nullptr) ERRSHIM_FUZZ_FAIL("find() misses an entry's own id");
   }
-  const CatalogPtr again = CatalogBuilder().add_snapshot(catalog->snapshot(), "again.snapshot").build();
+  const std::string written = catalog->snapshot();
+  const CatalogPtr again = CatalogBuilder().add_snapshot(written, "again.snapshot").build();
   if (again->size() != catalog->size()) ERRSHIM_FUZZ_FAIL("a snapshot written back loads as another number of entries");
+  // Read lazily (as generated layers are), every entry decodes to the one written.
+  std::vector<Problem> problems;
+  const auto lazy = detail::LazySnapshot::read(written, "again.snapshot", problems);
+  if (!lazy || lazy->size() != catalog->size()) ERRSHIM_FUZZ_FAIL("a snapshot written back does not read lazily");
+  std::vector<std::shared_ptr<const Entry>> decoded;
+  for (std::size_t i = 0; i < lazy->size(); ++i) {
+    std::string problem;
+    decoded.push_back(lazy->decode(i, problem));
+    if (!decoded.back()) ERRSHIM_FUZZ_FAIL("an entry of a snapshot written back does not decode");
+  }
+  if (detail::write_snapshot(decoded, lazy->plan()) != written)
+    ERRSHIM_FUZZ_FAIL("a lazily read snapshot writes back other bytes");
 }
 
 // ---------------------------------------------------------------- template

@@ -27,9 +27,11 @@
 namespace errshim {
 
 struct Catalog::Impl {
-  Impl(std::vector<std::shared_ptr<const Entry>> entries, std::vector<Problem>& problems, detail::MatchPlan plan)
+  Impl(detail::EntryTable entries, std::vector<Problem>& problems, detail::MatchPlan plan)
       : matcher(std::move(entries), problems, std::move(plan)) {
-    for (std::size_t i = 0; i < matcher.entries().size(); ++i) by_id.emplace(matcher.entries()[i]->id, i);
+    const detail::EntryTable& table = matcher.table();
+    by_id.reserve(table.size());
+    for (std::size_t i = 0; i < table.size(); ++i) by_id.emplace(table.id(i), i);
   }
   detail::Matcher matcher;
   std::unordered_map<std::string_view, std::size_t> by_id;  // views into the entries' ids
@@ -91,9 +93,16 @@ const std::vector<std::shared_ptr<const Entry>>& Catalog::entries() const noexce
 
 const std::vector<Problem>& Catalog::warnings() const noexcept { return impl_->warnings; }
 
+std::size_t Catalog::size() const noexcept { return impl_->matcher.table().size(); }
+
 const Entry* Catalog::find(std::string_view id) const noexcept {
   auto it = impl_->by_id.find(id);
-  return it == impl_->by_id.end() ? nullptr : impl_->matcher.entries()[it->second].get();
+  if (it == impl_->by_id.end()) return nullptr;
+  try {
+    return impl_->matcher.table().get(it->second).get();
+  } catch (...) {
+    return nullptr;  // out of memory decoding it
+  }
 }
 
 MatchResult Catalog::match(std::string_view message, const Context& context, const MatchOptions& options) const noexcept {
@@ -396,6 +405,7 @@ class CacheDir {
 struct Layer {
   std::vector<File> files;  // a YAML layer's files; none for a snapshot
   std::vector<std::shared_ptr<const Entry>> entries;
+  std::shared_ptr<detail::LazySnapshot> lazy;  // else its entries are decoded on first use from here
   detail::MatchPlan plan;   // from a snapshot or the cache; for a cached layer, planned here
   std::string cache_entry;  // the entry's name in the cache folder; empty: not cached
   std::uint64_t hash = 0;   // layer_hash(files), when cached
@@ -408,6 +418,7 @@ struct Layer {
 void parse_layer(Layer& layer, std::vector<Problem>& problems) {
   const std::size_t before = problems.size();
   layer.entries.clear();
+  layer.lazy.reset();
   layer.plan = {};
   layer.from_cache = false;
   for (const File& f : layer.files) {
@@ -465,7 +476,7 @@ CatalogPtr CatalogBuilder::build() const {
         // targets, the build step that writes it) embed the YAML.
         const detail::EmbeddedCatalog& embedded = detail::embedded_catalog();
         if (!embedded.snapshot.empty())
-          take(detail::read_snapshot(embedded.snapshot, "<embedded catalog snapshot>", problems));
+          layer.lazy = detail::LazySnapshot::read(embedded.snapshot, "<embedded catalog snapshot>", problems);
         else
           for (const auto& [name, text] : embedded.files) layer.files.push_back({std::string(name), {}, text});
         break;
@@ -487,10 +498,10 @@ CatalogPtr CatalogBuilder::build() const {
         }
         layer.from_path = detail::generated_dir_from_environment();
         if (is_snapshot(*found)) {
-          std::string bytes;
+          // Decoded entry by entry on first use: a process pays for the
+          // generated entries it meets, not for every one.
           std::vector<Problem> snap_problems;
-          if (read_file(*found, bytes)) take(detail::read_snapshot(bytes, found->string(), snap_problems));
-          else snap_problems.push_back(detail::file_problem(found->string(), "cannot read the snapshot file"));
+          layer.lazy = detail::LazySnapshot::open(*found, snap_problems);
           // A snapshot another errshim version wrote: its YAML, when beside it, stands in.
           if (!snap_problems.empty() && yaml) {
             warnings.push_back(detail::file_problem(
@@ -521,6 +532,7 @@ CatalogPtr CatalogBuilder::build() const {
       case Source::Kind::text: layer.files.push_back({src.name, {}, src.text}); break;
       case Source::Kind::snapshot: take(detail::read_snapshot(src.text, src.name, problems)); break;
     }
+    if (layer.lazy) layer.plan = std::move(layer.lazy->plan());
     if (layer.files.empty()) continue;
     layer.read_problems = problems.size() != before;
     // A cached snapshot of exactly these bytes stands in for parsing them.
@@ -541,53 +553,55 @@ CatalogPtr CatalogBuilder::build() const {
   // again: the cache never fails a build its YAML would pass.
   for (;;) {
     std::vector<Problem> all = problems;
-    std::vector<std::shared_ptr<const Entry>> entries;
     std::vector<std::size_t> origin;      // entry -> its layer
     std::vector<std::size_t> origin_pos;  // entry -> its position in that layer
-    // id -> position in entries. Keys view the ids of the entries stored
-    // there (hashing, not a copy and an ordered tree per id: at 100,000
-    // entries the copies cost a tenth of a snapshot's load).
+    // id -> position in the catalog. Keys view the ids the layers hold
+    // (hashing, not a copy and an ordered tree per id: at 100,000 entries
+    // the copies cost a tenth of a snapshot's load).
     std::unordered_map<std::string_view, std::size_t> index;
     std::vector<std::optional<Problem>> blamed(layers.size());  // a layer's first problem here
     auto blame = [&](std::size_t layer, const Problem& p) {
       if (!blamed[layer]) blamed[layer] = p;
     };
+    auto where = [&](std::size_t l, std::size_t pos) {
+      const Layer& layer = layers[l];
+      return layer.lazy ? detail::file_problem(layer.lazy->name(), "").where : layer.entries[pos]->where;
+    };
     for (std::size_t l = 0; l < layers.size(); ++l) {
+      const Layer& layer = layers[l];
+      const std::size_t count = layer.lazy ? layer.lazy->size() : layer.entries.size();
       std::unordered_set<std::string_view> layer_ids;  // defined by this layer so far
-      const auto& parsed = layers[l].entries;
-      index.reserve(index.size() + parsed.size());
-      layer_ids.reserve(parsed.size());
-      for (std::size_t pos = 0; pos < parsed.size(); ++pos) {
-        const std::shared_ptr<const Entry>& shared = parsed[pos];
-        const Entry& e = *shared;
-        if (layer_ids.count(e.id) != 0) {
-          const Location& first = entries[index.at(e.id)]->where;
-          all.push_back({e.where, e.id,
-                         fmt::format("duplicate id (first defined at {}:{}:{})", first.file, first.line, first.column)});
+      index.reserve(index.size() + count);
+      layer_ids.reserve(count);
+      for (std::size_t pos = 0; pos < count; ++pos) {
+        const std::string_view id = layer.lazy ? std::string_view(layer.lazy->id(pos)) : layer.entries[pos]->id;
+        if (layer_ids.count(id) != 0) {
+          const std::size_t first = index.at(id);
+          const Location at = where(origin[first], origin_pos[first]);
+          all.push_back({where(l, pos), std::string(id),
+                         fmt::format("duplicate id (first defined at {}:{}:{})", at.file, at.line, at.column)});
           blame(l, all.back());
           continue;
         }
-        const std::string_view id = shared->id;
         // A later layer replaces an earlier entry in place, keeping the order.
         if (auto it = index.find(id); it != index.end()) {
           const std::size_t at = it->second;
           index.erase(it);  // its key views the id of the entry replaced
-          entries[at] = shared;
           origin[at] = l;
           origin_pos[at] = pos;
           index.emplace(id, at);
         } else {
-          index.emplace(id, entries.size());
-          entries.push_back(shared);
+          index.emplace(id, origin.size());
           origin.push_back(l);
           origin_pos.push_back(pos);
         }
         layer_ids.insert(id);
         // A user catalog gets the risk check a reload applies (lint), be it
-        // parsed or read from the cache.
-        if (layers[l].from_path) {
+        // parsed or read from the cache; a lazily read one when each entry
+        // is decoded (EntryTable), before its regex ever runs.
+        if (layer.from_path && !layer.lazy) {
           const std::size_t n = all.size();
-          detail::append_backtracking_problems(e, all);
+          detail::append_backtracking_problems(*layer.entries[pos], all);
           if (all.size() != n) blame(l, all.back());
         }
       }
@@ -601,15 +615,20 @@ CatalogPtr CatalogBuilder::build() const {
     // never a match. A layer without a plan (parsed YAML) is planned here,
     // once, for the catalog and for its cache entry.
     for (Layer& layer : layers)
-      if (layer.plan.items.size() != layer.entries.size()) layer.plan = detail::plan_matching(layer.entries);
+      if (!layer.lazy && layer.plan.items.size() != layer.entries.size())
+        layer.plan = detail::plan_matching(layer.entries);
     detail::MatchPlan plan;
-    if (layers.size() == 1) {
-      Layer& only = layers.front();
-      const bool to_cache = !only.cache_entry.empty() && !only.from_cache && !only.had_problems;
-      plan = to_cache ? only.plan : std::move(only.plan);
-    } else {
-      plan.items.reserve(entries.size());
-      for (std::size_t i = 0; i < entries.size(); ++i) plan.items.push_back(layers[origin[i]].plan.items[origin_pos[i]]);
+    detail::EntryTable entries;
+    plan.items.reserve(origin.size());
+    for (std::size_t i = 0; i < origin.size(); ++i) {
+      Layer& layer = layers[origin[i]];
+      if (layer.lazy) entries.add(layer.lazy, origin_pos[i], layer.from_path);
+      else entries.add(layer.entries[origin_pos[i]]);
+      // With a cache the loop may come round (and a cached layer's plan is
+      // written with it below): copied. Without, each item is used once.
+      detail::MatchPlan::Item& item = layer.plan.items[origin_pos[i]];
+      if (cache) plan.items.push_back(item);
+      else plan.items.push_back(std::move(item));
     }
     const std::size_t before_matcher = all.size();
     auto impl = std::make_unique<Catalog::Impl>(std::move(entries), all, std::move(plan));

@@ -259,14 +259,19 @@ MatchPlan plan_matching(const std::vector<std::shared_ptr<const Entry>>& entries
   return plan;
 }
 
-Matcher::Matcher(std::vector<std::shared_ptr<const Entry>> entries, std::vector<Problem>& problems, MatchPlan plan)
-    : entries_(std::move(entries)), slots_(new Slot[entries_.size()]) {
-  const std::size_t n = entries_.size();
-  if (plan.items.size() != n) plan = plan_matching(entries_);
+Matcher::Matcher(EntryTable entries, std::vector<Problem>& problems, MatchPlan plan)
+    : table_(std::move(entries)), slots_(new Slot[table_.size()]) {
+  const std::size_t n = table_.size();
+  if (plan.items.size() != n) plan = plan_matching(table_.all());
   for (std::size_t i = 0; i < n; ++i) {
-    const Entry& e = *entries_[i];
     Slot& s = slots_[i];
     s.specificity = plan.items[i].specificity;
+    if (table_.deferred(i)) continue;  // a template, decoded and compiled on first use
+    const Entry& e = entry(i);
+    if (!table_.problem(i).empty()) {
+      problems.push_back({e.where, e.id, table_.problem(i)});
+      continue;
+    }
     // A raw pattern is the author's own regex: compile it now so a broken one
     // fails the build. A template's regex is valid by construction.
     if (e.template_text.empty()) {
@@ -365,7 +370,11 @@ std::string_view Matcher::literal(std::size_t index) const noexcept {
 
 void Matcher::compile(std::size_t index) const {
   Slot& s = slots_[index];
-  const Entry& e = *entries_[index];
+  const Entry& e = entry(index);
+  if (!table_.problem(index).empty()) {
+    s.error = table_.problem(index);
+    return;
+  }
   try {
     s.re.assign(e.pattern, kSyntax);
   } catch (const boost::regex_error& err) {
@@ -468,7 +477,7 @@ class Matcher::Run {
   void consider(std::size_t index, std::size_t segment, std::string_view text, const Candidate* hits,
                 std::size_t hit_count, bool prune) {
     if (exhausted_ || index == excluded) return;
-    const Entry& e = *m_.entries_[index];
+    const Entry& e = m_.entry(index);
     const ScopeFit fit = scope_fit(e.applies_to, context_);
     if (fit == ScopeFit::contradicted) return;
     if (prune && best_ && rank(index) > rank(best_->entry)) return;
@@ -519,7 +528,7 @@ class Matcher::Run {
   // Whether entry `index` matches text[start, end) (text before `start` is
   // context for ^, \b and look-behind) and no `unless` matches `text`.
   bool search(std::size_t index, std::string_view text, std::size_t start, std::size_t end, boost::cmatch& m) {
-    const Entry& e = *m_.entries_[index];
+    const Entry& e = m_.entry(index);
     try {
       const Slot* s = m_.compiled(index);
       if (!s) {
@@ -581,12 +590,14 @@ class Matcher::Run {
   }
 
   // Last use of `norm`: the winning segment's text is moved, not copied.
+  std::size_t winner() const { return best_ ? best_->entry : SIZE_MAX; }
+
   void finish(std::string_view message, Normalized& norm) {
     if (!best_) return;
-    const Entry& e = *m_.entries_[best_->entry];
+    const Entry& e = m_.entry(best_->entry);
     Segment& seg = norm.segments[best_->segment];
     Diagnosis d;
-    d.entry = m_.entries_[best_->entry];
+    d.entry = m_.table_.get(best_->entry);
     d.captures.reserve(e.capture_names.size());
     for (const std::string& name : e.capture_names) {
       const auto& sub = (*best_->m)[name];
@@ -612,7 +623,7 @@ class Matcher::Run {
 
   // Smaller wins: priority (high first), specificity (high first).
   std::pair<long long, long long> rank(std::size_t index) const {
-    return {-static_cast<long long>(m_.entries_[index]->priority),
+    return {-static_cast<long long>(m_.entry(index).priority),
             -static_cast<long long>(m_.slots_[index].specificity)};
   }
   // The whole rule: priority, specificity, then how well the entry's pins
@@ -625,15 +636,15 @@ class Matcher::Run {
       const SiteFit sa = site_fit_of(a.entry), sb = site_fit_of(b.entry);
       if (sa != sb) return sa > sb;
     }
-    return std::make_tuple(-static_cast<int>(a.fit), a.segment, a.position, std::string_view(m_.entries_[a.entry]->id)) <
-           std::make_tuple(-static_cast<int>(b.fit), b.segment, b.position, std::string_view(m_.entries_[b.entry]->id));
+    return std::make_tuple(-static_cast<int>(a.fit), a.segment, a.position, m_.table_.id(a.entry)) <
+           std::make_tuple(-static_cast<int>(b.fit), b.segment, b.position, m_.table_.id(b.entry));
   }
 
   SiteFit site_fit_of(std::size_t index) {
     if (!stated_) stated_ = stated_sites(message_);
     SiteFit best = SiteFit::none;
     if (stated_->empty()) return best;
-    const Entry& e = *m_.entries_[index];
+    const Entry& e = m_.entry(index);
     auto consider = [&](const SourcePin& pin) {
       for (const StatedSite& s : *stated_) best = std::max(best, site_fit(pin, s));
     };
@@ -784,7 +795,8 @@ std::size_t follow_nesting(MatchResult& result, std::size_t budget, std::size_t 
   return covered;
 }
 
-// Runs `body(norm, result, steps, excluded)` with the usual framing:
+// Runs `body(norm, result, steps, excluded)`, which returns the index of
+// the entry it found (SIZE_MAX: none), with the usual framing:
 // normalisation, the size report, the nested-claim rule (each capture
 // matched by the same body, within what the budget has left), and "never
 // throws". When the winner wraps an inner error, the message is read once
@@ -793,24 +805,22 @@ std::size_t follow_nesting(MatchResult& result, std::size_t budget, std::size_t 
 // have swallowed the rival's own text, leaving a fragment another entry
 // claims); it replaces the first on a larger count, at the same priority.
 template <class Body>
-MatchResult framed(const std::vector<std::shared_ptr<const Entry>>& entries, std::size_t shortest,
-                   std::string_view message, std::size_t budget, Body&& body) noexcept {
+MatchResult framed(std::size_t shortest, std::string_view message, std::size_t budget, Body&& body) noexcept {
   MatchResult result;
   try {
     Normalized norm = normalize(message);
     if (norm.truncated)
       result.problems.push_back(fmt::format("message of {} bytes cut to its first and last {} KiB", message.size(),
                                             kMaxInputBytes / 2048));
-    body(norm, result, budget, SIZE_MAX);
+    const std::size_t at = body(norm, result, budget, SIZE_MAX);
     if (!result.diagnosis) return result;
     const std::shared_ptr<const Entry> winner = result.diagnosis->entry;
     const std::size_t alone = literal_length(winner->pattern);
     const std::size_t covered = follow_nesting(result, budget, shortest, body);
     if (covered == alone || result.steps >= budget) return result;
-    const auto at = std::find(entries.begin(), entries.end(), winner);
     MatchResult rival;
     Normalized again = normalize(message);
-    body(again, rival, budget - result.steps, static_cast<std::size_t>(at - entries.begin()));
+    body(again, rival, budget - result.steps, at);
     result.steps += rival.steps;
     if (rival.diagnosis && rival.diagnosis->entry->priority == winner->priority) {
       rival.steps = result.steps;
@@ -841,7 +851,7 @@ MatchResult framed(const std::vector<std::shared_ptr<const Entry>>& entries, std
 }  // namespace
 
 MatchResult Matcher::match(std::string_view message, const Context& context, const MatchOptions& options) const noexcept {
-  return framed(entries_, shortest_key_, message, options.max_steps, [&](Normalized& norm, MatchResult& result, std::size_t steps, std::size_t excluded) {
+  return framed(shortest_key_, message, options.max_steps, [&](Normalized& norm, MatchResult& result, std::size_t steps, std::size_t excluded) {
     Run run(*this, message, context, result, steps);
     run.excluded = excluded;
     // Reused by each thread's calls: no allocation per message.
@@ -859,22 +869,24 @@ MatchResult Matcher::match(std::string_view message, const Context& context, con
     }
     if (candidates.capacity() > 4096) candidates = {};  // a huge message keeps no memory
     run.finish(message, norm);
+    return run.winner();
   });
 }
 
 MatchResult Matcher::match_naive(std::string_view message, const Context& context) const noexcept {
-  return framed(entries_, shortest_key_, message, kReferenceSteps, [&](Normalized& norm, MatchResult& result, std::size_t steps, std::size_t excluded) {
+  return framed(shortest_key_, message, kReferenceSteps, [&](Normalized& norm, MatchResult& result, std::size_t steps, std::size_t excluded) {
     Run run(*this, message, context, result, steps);
     run.excluded = excluded;
     for (std::size_t s = 0; s < norm.segments.size(); ++s)
-      for (std::size_t i = 0; i < entries_.size(); ++i) run.consider(i, s, norm.segments[s].text, nullptr, 0, false);
+      for (std::size_t i = 0; i < table_.size(); ++i) run.consider(i, s, norm.segments[s].text, nullptr, 0, false);
     run.finish(message, norm);
+    return run.winner();
   });
 }
 
 MatchResult Matcher::match_prefiltered(std::string_view message, const Context& context,
                                        const Prefilter& prefilter) const noexcept {
-  return framed(entries_, shortest_key_, message, kReferenceSteps, [&](Normalized& norm, MatchResult& result, std::size_t steps, std::size_t excluded) {
+  return framed(shortest_key_, message, kReferenceSteps, [&](Normalized& norm, MatchResult& result, std::size_t steps, std::size_t excluded) {
     Run run(*this, message, context, result, steps);
     run.excluded = excluded;
     std::vector<std::uint32_t> ids;
@@ -885,9 +897,10 @@ MatchResult Matcher::match_prefiltered(std::string_view message, const Context& 
       std::sort(ids.begin(), ids.end());
       ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
       for (std::uint32_t i : ids)
-        if (i < entries_.size()) run.consider(i, s, text, nullptr, 0, true);
+        if (i < table_.size()) run.consider(i, s, text, nullptr, 0, true);
     }
     run.finish(message, norm);
+    return run.winner();
   });
 }
 
@@ -908,8 +921,8 @@ bool Matcher::claims(std::size_t index, std::string_view message) const noexcept
 
 std::vector<Problem> Matcher::compile_all() const {
   std::vector<Problem> problems;
-  for (std::size_t i = 0; i < entries_.size(); ++i)
-    if (!compiled(i)) problems.push_back({entries_[i]->where, entries_[i]->id, slots_[i].error});
+  for (std::size_t i = 0; i < table_.size(); ++i)
+    if (!compiled(i)) problems.push_back({entry(i).where, entry(i).id, slots_[i].error});
   return problems;
 }
 
@@ -934,10 +947,10 @@ std::size_t Matcher::candidate_count(std::string_view message) const noexcept {
 
 Matcher::Stats Matcher::stats() const noexcept {
   Stats st;
-  st.entries = entries_.size();
+  st.entries = table_.size();
   st.always_checked = always_.size();
   st.keys = index_.key_count();
-  for (std::size_t i = 0; i < entries_.size(); ++i) {
+  for (std::size_t i = 0; i < table_.size(); ++i) {
     st.bounded_start += slots_[i].max_offset != kUnbounded;
     st.line_start += slots_[i].single_line;
     st.line_local += slots_[i].line_local;

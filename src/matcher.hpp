@@ -28,27 +28,13 @@
 #include <vector>
 
 #include "errshim/catalog.hpp"
+#include "entry_table.hpp"
+#include "match_plan.hpp"
 #include "errshim/normalize.hpp"
 #include "literal_extract.hpp"
 #include "literal_index.hpp"
 
 namespace errshim::detail {
-
-// What the matcher works out from the entries before it can index them:
-// each entry's literal, chosen across the whole catalog, where the index
-// anchors it, and the entry's specificity (the winner rule). Without YAML
-// this is most of a build's time, so a snapshot stores it (snapshot.hpp).
-// A key must be text every match of the entry contains (matching depends on
-// it); an anchor only steers speed.
-struct MatchPlan {
-  struct Item {
-    EntryKey key;                   // empty text: checked on every segment
-    std::uint32_t anchor = 0;       // LiteralIndex::anchor_offset(key.text)
-    std::uint32_t also_anchor = 0;  // LiteralIndex::anchor_offset(key.also)
-    std::size_t specificity = 0;  // literal_length(pattern)
-  };
-  std::vector<Item> items;  // one per entry, in the entries' order
-};
 
 MatchPlan plan_matching(const std::vector<std::shared_ptr<const Entry>>& entries);
 
@@ -59,7 +45,9 @@ class Matcher {
   // position. Template regexes are valid by construction (template.cpp) and
   // compile on first use. `plan` is plan_matching(entries), worked out here
   // unless given (one item per entry).
-  Matcher(std::vector<std::shared_ptr<const Entry>> entries, std::vector<Problem>& problems, MatchPlan plan = {});
+  Matcher(EntryTable entries, std::vector<Problem>& problems, MatchPlan plan = {});
+  Matcher(std::vector<std::shared_ptr<const Entry>> entries, std::vector<Problem>& problems, MatchPlan plan = {})
+      : Matcher(EntryTable(std::move(entries)), problems, std::move(plan)) {}
   ~Matcher();
   Matcher(const Matcher&) = delete;
   Matcher& operator=(const Matcher&) = delete;
@@ -114,7 +102,8 @@ class Matcher {
   // the entry is checked on every segment.
   std::string_view literal(std::size_t index) const noexcept;
 
-  const std::vector<std::shared_ptr<const Entry>>& entries() const noexcept { return entries_; }
+  const EntryTable& table() const noexcept { return table_; }
+  const std::vector<std::shared_ptr<const Entry>>& entries() const { return table_.all(); }
 
  private:
   static constexpr std::size_t kReferenceSteps = 400'000'000;
@@ -144,7 +133,9 @@ class Matcher {
   std::size_t search_start(std::size_t index, std::string_view text, std::size_t hit) const noexcept;
   std::string_view also(std::size_t index) const noexcept;  // EntryKey::also
 
-  std::vector<std::shared_ptr<const Entry>> entries_;
+  const Entry& entry(std::size_t index) const { return *table_.get(index); }
+
+  EntryTable table_;
   std::unique_ptr<Slot[]> slots_;
   LiteralIndex index_;
   std::vector<std::uint32_t> key_entry_begin_;  // entries of key k: key_entries_[begin[k], begin[k+1])

@@ -1,14 +1,20 @@
 #include "snapshot.hpp"
 
 #include <algorithm>
+#include <cerrno>
 #include <climits>
 #include <cstdint>
 #include <optional>
 #include <utility>
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <fmt/format.h>
 
 #include "errshim/version.hpp"
+#include "problem.hpp"
 
 namespace errshim::detail {
 namespace {
@@ -16,8 +22,15 @@ namespace {
 // Bump when the layout below changes. 2: the match plan and a checksum.
 // 3: the hash of the source bytes. 4: scoped preflight conditions (tests,
 // config kind, model family, applies_to) and examples.preflight. 5: fixes
-// carry config kinds, create and vocabulary.
-constexpr std::uint32_t kFormat = 5;
+// carry config kinds, create and vocabulary. 6: an index (ids, plan items,
+// where each entry's record lies and its checksum) before the records, so
+// a reader can decode an entry on first use.
+//
+// Layout after the header: where the records start (from the file's first
+// byte), source hash, entry count, one index item per entry, the checksum
+// of everything before it, the entry records, the checksum of the whole.
+constexpr std::uint32_t kFormat = 6;
+constexpr std::uint8_t kEagerFlag = 1;  // the entry has a raw pattern or `unless` list: it compiles when built
 constexpr std::string_view kMagic = "errshim catalog snapshot\n";
 
 // A 64-bit checksum of the bytes before it, last in the file: a damaged
@@ -97,6 +110,7 @@ class Writer {
     u32(item.also_anchor);
     i64(static_cast<std::int64_t>(item.specificity));
   }
+  void raw(std::string_view bytes) { out_.append(bytes.data(), bytes.size()); }
   std::string take() { return std::move(out_); }
   const std::string& bytes() const { return out_; }
 
@@ -192,6 +206,8 @@ struct Damaged {
 class Reader {
  public:
   explicit Reader(std::string_view in) : in_(in) {}
+  // Reads in[begin, end): offsets in problems stay those of `in`.
+  Reader(std::string_view in, std::size_t begin, std::size_t end) : in_(in.substr(0, end)), pos_(begin) {}
 
   std::size_t offset() const { return pos_; }
   bool done() const { return pos_ == in_.size(); }
@@ -441,78 +457,267 @@ std::string seal_snapshot(std::string_view body) {
 
 std::string write_snapshot(const std::vector<std::shared_ptr<const Entry>>& entries, const MatchPlan& plan,
                            std::uint64_t source) {
+  Writer records;
+  std::vector<std::pair<std::size_t, std::size_t>> at;  // each record's offset and size
+  at.reserve(entries.size());
+  for (const auto& e : entries) {
+    const std::size_t begin = records.bytes().size();
+    records.entry(*e);
+    at.emplace_back(begin, records.bytes().size() - begin);
+  }
+  const std::string_view all = records.bytes();
+  Writer index;
+  index.i64(static_cast<std::int64_t>(source));
+  index.count(entries.size());
+  for (std::size_t i = 0; i < entries.size(); ++i) {
+    const Entry& e = *entries[i];
+    index.str(e.id);
+    index.u8(e.template_text.empty() || !e.unless.empty() ? kEagerFlag : 0);
+    index.plan_item(i < plan.items.size() ? plan.items[i] : MatchPlan::Item{});
+    index.i64(static_cast<std::int64_t>(at[i].first));
+    index.i64(static_cast<std::int64_t>(at[i].second));
+    index.i64(static_cast<std::int64_t>(checksum(all.substr(at[i].first, at[i].second))));
+  }
   Writer w;
   header(w);
-  w.i64(static_cast<std::int64_t>(source));
-  w.count(entries.size());
-  for (const auto& e : entries) w.entry(*e);
-  w.count(plan.items.size());
-  for (const MatchPlan::Item& item : plan.items) w.plan_item(item);
-  const std::uint64_t sum = checksum(w.bytes());
-  w.i64(static_cast<std::int64_t>(sum));
+  w.i64(static_cast<std::int64_t>(w.bytes().size() + 8 + index.bytes().size() + 8));
+  w.raw(index.bytes());
+  w.i64(static_cast<std::int64_t>(checksum(w.bytes())));
+  w.raw(all);
+  w.i64(static_cast<std::int64_t>(checksum(w.bytes())));
   return w.take();
 }
 
-Snapshot read_snapshot(std::string_view bytes, const std::string& name, std::vector<Problem>& problems) {
-  Snapshot out;
-  auto problem = [&](std::string message) {
-    Problem p;
-    p.where.file = name;
-    p.message = std::move(message);
-    problems.push_back(std::move(p));
+
+struct SnapshotIndex {
+  struct Item {  // what the index says of one entry
+    std::string id;
+    bool eager = false;
+    MatchPlan::Item plan;
+    std::size_t offset = 0, size = 0;  // of its record, from the first record
+    std::uint64_t sum = 0;
   };
-  if (bytes.substr(0, kMagic.size()) != kMagic) {
-    problem("not a catalog snapshot (it does not start with errshim's snapshot header)");
-    return out;
-  }
-  Reader r(bytes.substr(kMagic.size()));
+  std::uint64_t source = 0;
+  std::vector<Item> items;
+  std::size_t records = 0;  // where the records start, from the file's first byte
+};
+
+namespace {
+
+// The header: the versions first, so a snapshot from another errshim is
+// told so, not called damaged. Returns where the records start (from the
+// file's first byte); `prefix` holds at least the header.
+std::size_t check_header(std::string_view prefix) {
+  if (prefix.substr(0, kMagic.size()) != kMagic)
+    throw Damaged{std::string::npos, "not a catalog snapshot (it does not start with errshim's snapshot header)"};
+  Reader r(prefix.substr(kMagic.size()));
+  if (const std::uint32_t format = r.u32(); format != kFormat)
+    r.fail(0, fmt::format("snapshot format {}, this errshim reads format {}: rebuild the snapshot", format, kFormat));
+  if (const std::string made_by = r.str(); made_by != version())
+    r.fail(4, fmt::format("written by errshim {}, this is errshim {}: rebuild the snapshot", made_by, version()));
+  const std::size_t at = r.offset();
+  const std::int64_t records = r.i64();
+  if (records < static_cast<std::int64_t>(kMagic.size() + r.offset()))
+    r.fail(at, "the records start inside the header");
+  return static_cast<std::size_t>(records);
+}
+
+// The index, from `bytes` (the file's first bytes, up to the records at
+// least). Its checksum is checked when `check` is set: a lazy reader trusts
+// nothing else before an entry is decoded. `size` is the file's.
+SnapshotIndex read_index(std::string_view bytes, std::size_t records, std::size_t size, bool check) {
+  if (records > bytes.size() || size < records + 8)
+    throw Damaged{bytes.size() - kMagic.size(), "cut short: the index or the checksum is missing"};
+  Reader in(bytes.substr(kMagic.size(), records - kMagic.size()));
+  in.u32();  // format and version: check_header's
+  in.str();
+  in.i64();
+  SnapshotIndex out;
+  out.records = records;
+  out.source = static_cast<std::uint64_t>(in.i64());
+  in.list(out.items, [&in] {
+    SnapshotIndex::Item item;
+    item.id = in.str();
+    const std::uint8_t flags = in.u8();
+    if (flags > kEagerFlag) in.fail(in.offset() - 1, "unknown entry flags");
+    item.eager = flags == kEagerFlag;
+    item.plan = in.plan_item();
+    const std::size_t at = in.offset();
+    const std::int64_t offset = in.i64(), length = in.i64();
+    if (offset < 0 || length < 0) in.fail(at, "a negative record offset or size");
+    item.offset = static_cast<std::size_t>(offset);
+    item.size = static_cast<std::size_t>(length);
+    item.sum = static_cast<std::uint64_t>(in.i64());
+    return item;
+  }, 64);
+  const std::size_t end = in.offset();
+  const auto sum = static_cast<std::uint64_t>(in.i64());
+  if (check && sum != checksum(bytes.substr(0, kMagic.size() + end)))
+    in.fail(end, "its index checksum does not match (damaged or cut short): rebuild the snapshot");
+  if (!in.done()) in.fail(in.offset(), "bytes between the index and the records");
+  const std::size_t room = size - 8 - records;
+  for (const SnapshotIndex::Item& item : out.items)
+    if (item.offset > room || item.size > room - item.offset)
+      in.fail(end, fmt::format("entry '{}': its record lies past the end of the snapshot", item.id));
+  return out;
+}
+
+// The entry in `record` (its bytes, at `at` in the file), checked against
+// its index item.
+std::shared_ptr<const Entry> read_record(std::string_view record, std::size_t at, const std::string& id,
+                                         std::size_t specificity) {
+  Reader in(record);
+  auto e = std::make_shared<Entry>();
   try {
-    // The versions first: a snapshot from another errshim is told so, not
-    // called damaged.
-    if (const std::uint32_t format = r.u32(); format != kFormat)
-      r.fail(0, fmt::format("snapshot format {}, this errshim reads format {}: rebuild the snapshot", format, kFormat));
-    if (const std::string made_by = r.str(); made_by != version())
-      r.fail(4, fmt::format("written by errshim {}, this is errshim {}: rebuild the snapshot", made_by, version()));
-    if (bytes.size() < kMagic.size() + r.offset() + 8) r.fail(r.offset(), "cut short: no checksum");
-    const std::size_t body = bytes.size() - kMagic.size() - 8;
-    Reader tail(bytes.substr(bytes.size() - 8));
-    if (static_cast<std::uint64_t>(tail.i64()) != checksum(bytes.substr(0, bytes.size() - 8)))
-      r.fail(body, "its checksum does not match its contents (damaged or cut short): rebuild the snapshot");
-    // The body without the checksum, from the same byte as `r`, so offsets
-    // in problems stay those of the file; the header is already checked.
-    Reader in(bytes.substr(kMagic.size(), body));
-    in.u32();
-    in.str();
-    out.source = static_cast<std::uint64_t>(in.i64());
-    // Built in place: an Entry is ~700 bytes, and moving each into its
-    // shared_ptr cost a twentieth of the load. Room for one entry per 512
-    // bytes is reserved, so a damaged count reserves at most about the
-    // snapshot's own size.
-    in.list(out.entries, [&in] {
-      auto e = std::make_shared<Entry>();
-      in.entry(*e);
-      return std::shared_ptr<const Entry>(std::move(e));
-    }, 512);
+    in.entry(*e);
+    if (!in.done()) in.fail(in.offset(), fmt::format("entry '{}': bytes after its record", id));
+    if (e->id != id) in.fail(0, fmt::format("the record of entry '{}' holds entry '{}'", id, e->id));
     // The winner rule negates a specificity as a signed number; it counts
     // characters of the pattern, so a larger one was never written by us.
-    in.list(out.plan.items, [&in, &out, i = std::size_t{0}]() mutable {
-      const std::size_t at = in.offset();
-      MatchPlan::Item item = in.plan_item();
-      if (i < out.entries.size() && item.specificity > out.entries[i]->pattern.size())
-        in.fail(at, fmt::format("the match plan gives entry '{}' a specificity of {}, more than its pattern's {} "
-                                "characters", out.entries[i]->id, item.specificity, out.entries[i]->pattern.size()));
-      ++i;
-      return item;
-    }, 32);
-    if (out.plan.items.size() != out.entries.size())
-      in.fail(in.offset(), fmt::format("a match plan for {} entries, the snapshot holds {}", out.plan.items.size(),
-                                       out.entries.size()));
-    if (!in.done()) in.fail(in.offset(), "bytes after the match plan");
+    if (specificity > e->pattern.size())
+      in.fail(0, fmt::format("the match plan gives entry '{}' a specificity of {}, more than its pattern's {} "
+                             "characters", e->id, specificity, e->pattern.size()));
+  } catch (Damaged& d) {
+    d.at += at - kMagic.size();
+    throw;
+  }
+  return e;
+}
+
+std::string damaged_text(const Damaged& d) {
+  if (d.at == std::string::npos) return d.what;
+  return fmt::format("not a valid catalog snapshot: {} (at byte {})", d.what, d.at + kMagic.size());
+}
+
+}  // namespace
+
+Snapshot read_snapshot(std::string_view bytes, const std::string& name, std::vector<Problem>& problems) {
+  Snapshot out;
+  try {
+    const std::size_t records = check_header(bytes);
+    Reader tail(bytes.substr(bytes.size() - std::min<std::size_t>(8, bytes.size())));
+    if (bytes.size() < 8 || static_cast<std::uint64_t>(tail.i64()) != checksum(bytes.substr(0, bytes.size() - 8)))
+      throw Damaged{bytes.size() - kMagic.size(),
+                    "its checksum does not match its contents (damaged or cut short): rebuild the snapshot"};
+    SnapshotIndex index = read_index(bytes, records, bytes.size(), false);  // the whole is checked
+    out.source = index.source;
+    out.entries.reserve(index.items.size());
+    out.plan.items.reserve(index.items.size());
+    for (SnapshotIndex::Item& item : index.items) {
+      const std::size_t at = records + item.offset;
+      out.entries.push_back(read_record(bytes.substr(at, item.size), at, item.id, item.plan.specificity));
+      out.plan.items.push_back(std::move(item.plan));
+    }
   } catch (const Damaged& d) {
-    problem(fmt::format("not a valid catalog snapshot: {} (at byte {})", d.what, d.at + kMagic.size()));
+    problems.push_back(file_problem(name, damaged_text(d)));
     out = {};
   }
   return out;
+}
+
+LazySnapshot::LazySnapshot() = default;
+LazySnapshot::~LazySnapshot() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+std::shared_ptr<LazySnapshot> LazySnapshot::finish(SnapshotIndex index, std::string name) {
+  auto out = std::shared_ptr<LazySnapshot>(new LazySnapshot());
+  out->records_ = index.records;
+  out->source_ = index.source;
+  out->items_.reserve(index.items.size());
+  out->plan_.items.reserve(index.items.size());
+  for (SnapshotIndex::Item& item : index.items) {
+    out->items_.push_back({std::move(item.id), item.offset, item.size, item.sum, item.plan.specificity, item.eager});
+    out->plan_.items.push_back(std::move(item.plan));
+  }
+  out->name_ = std::move(name);
+  return out;
+}
+
+std::shared_ptr<LazySnapshot> LazySnapshot::read(std::string_view bytes, std::string name,
+                                                 std::vector<Problem>& problems) {
+  try {
+    const std::size_t records = check_header(bytes);
+    std::shared_ptr<LazySnapshot> out = finish(read_index(bytes, records, bytes.size(), true), std::move(name));
+    out->bytes_ = bytes;
+    return out;
+  } catch (const Damaged& d) {
+    problems.push_back(file_problem(name, damaged_text(d)));
+    return nullptr;
+  }
+}
+
+namespace {
+// Reads [at, at + n) of `fd` into `out`; false when the file is shorter.
+bool read_at(int fd, std::size_t at, std::size_t n, std::string& out) {
+  out.resize(n);
+  std::size_t done = 0;
+  while (done < n) {
+    const ssize_t got = ::pread(fd, out.data() + done, n - done, static_cast<off_t>(at + done));
+    if (got < 0 && errno == EINTR) continue;
+    if (got <= 0) return false;
+    done += static_cast<std::size_t>(got);
+  }
+  return true;
+}
+}  // namespace
+
+std::shared_ptr<LazySnapshot> LazySnapshot::open(const std::filesystem::path& path, std::vector<Problem>& problems) {
+  const std::string name = path.string();
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  struct stat st {};
+  if (fd < 0 || ::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    if (fd >= 0) ::close(fd);
+    problems.push_back(file_problem(name, "cannot read the snapshot file"));
+    return nullptr;
+  }
+  const auto size = static_cast<std::size_t>(st.st_size);
+  try {
+    // The header first, then the index up to where the records start.
+    std::string prefix;
+    read_at(fd, 0, std::min<std::size_t>(size, 4096), prefix);
+    const std::size_t records = check_header(prefix);
+    if (records > size) throw Damaged{prefix.size() - kMagic.size(), "cut short: the index is missing"};
+    if (records > prefix.size() && !read_at(fd, 0, records, prefix))
+      throw Damaged{prefix.size() - kMagic.size(), "cut short while reading the index"};
+    std::shared_ptr<LazySnapshot> out = finish(read_index(prefix, records, size, true), name);
+    out->fd_ = fd;
+    return out;
+  } catch (const Damaged& d) {
+    ::close(fd);
+    problems.push_back(file_problem(name, damaged_text(d)));
+    return nullptr;
+  }
+}
+
+std::size_t LazySnapshot::size() const noexcept { return items_.size(); }
+const std::string& LazySnapshot::id(std::size_t i) const noexcept { return items_[i].id; }
+bool LazySnapshot::eager(std::size_t i) const noexcept { return items_[i].eager; }
+
+std::shared_ptr<const Entry> LazySnapshot::decode(std::size_t i, std::string& problem) const {
+  const Item& item = items_[i];
+  const std::size_t at = records_ + item.offset;
+  try {
+    std::string copy;
+    std::string_view record;
+    if (fd_ >= 0) {
+      // Read when first needed, not mapped: a file replaced in place under
+      // a running process gives a damaged record here, never a SIGBUS.
+      if (!read_at(fd_, at, item.size, copy))
+        throw Damaged{at - kMagic.size(), fmt::format("entry '{}': the file is shorter than its index says", item.id)};
+      record = copy;
+    } else {
+      record = bytes_.substr(at, item.size);
+    }
+    if (checksum(record) != item.sum)
+      throw Damaged{at - kMagic.size(),
+                    fmt::format("entry '{}': its record's checksum does not match (damaged): rebuild the snapshot",
+                                item.id)};
+    return read_record(record, at, item.id, item.specificity);
+  } catch (const Damaged& d) {
+    problem = fmt::format("{}: {}", name_, damaged_text(d));
+    return nullptr;
+  }
 }
 
 }  // namespace errshim::detail

@@ -19,13 +19,14 @@
 #pragma once
 
 #include <cstdint>
+#include <filesystem>
 #include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "errshim/catalog.hpp"
-#include "matcher.hpp"
+#include "match_plan.hpp"
 
 namespace errshim::detail {
 
@@ -54,6 +55,55 @@ std::string_view snapshot_body(std::string_view snapshot);
 std::string seal_snapshot(std::string_view body);
 
 // What a snapshot holds; on any problem, nothing and one problem naming `name`.
+// Every entry is decoded and the whole checksum checked.
 Snapshot read_snapshot(std::string_view bytes, const std::string& name, std::vector<Problem>& problems);
+
+// A snapshot read for decoding each entry on first use: reading checks the
+// header and the index (ids, match plan, where each record lies) by its own
+// checksum and reads nothing else, so a layer of many entries costs little
+// until its entries are met. decode() checks the record's own checksum.
+// Immutable once read; decode() may run on many threads at once.
+struct SnapshotIndex;
+
+class LazySnapshot {
+ public:
+  // From bytes that outlive it (the embedded snapshot).
+  static std::shared_ptr<LazySnapshot> read(std::string_view bytes, std::string name, std::vector<Problem>& problems);
+  // From a file, kept open: each record is read when first decoded.
+  static std::shared_ptr<LazySnapshot> open(const std::filesystem::path& path, std::vector<Problem>& problems);
+  ~LazySnapshot();
+  LazySnapshot(const LazySnapshot&) = delete;
+  LazySnapshot& operator=(const LazySnapshot&) = delete;
+
+  std::size_t size() const noexcept;
+  const std::string& id(std::size_t i) const noexcept;
+  // The entry has a raw pattern or `unless` regexes, which compile when the
+  // catalog is built: it is decoded then.
+  bool eager(std::size_t i) const noexcept;
+  // One item per entry; the catalog being built moves it out.
+  MatchPlan& plan() noexcept { return plan_; }
+  std::uint64_t source() const noexcept { return source_; }
+  const std::string& name() const noexcept { return name_; }
+  // Entry `i`, or null with `problem` saying what is damaged.
+  std::shared_ptr<const Entry> decode(std::size_t i, std::string& problem) const;
+
+ private:
+  LazySnapshot();
+  static std::shared_ptr<LazySnapshot> finish(SnapshotIndex index, std::string name);
+  struct Item {
+    std::string id;
+    std::size_t offset = 0, size = 0;  // of its record, from the first record
+    std::uint64_t sum = 0;
+    std::size_t specificity = 0;  // the plan's, checked against the pattern when decoded
+    bool eager = false;
+  };
+  std::string_view bytes_;  // the whole snapshot, when read from memory
+  int fd_ = -1;             // else the file
+  std::size_t records_ = 0;
+  std::vector<Item> items_;
+  MatchPlan plan_;
+  std::uint64_t source_ = 0;
+  std::string name_;
+};
 
 }  // namespace errshim::detail

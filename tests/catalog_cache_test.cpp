@@ -18,6 +18,7 @@
 
 #include <errshim/catalog.hpp>
 
+#include "matcher.hpp"
 #include "snapshot.hpp"
 #include "test_catalogs.hpp"
 

@@ -7,9 +7,13 @@
 #include <fstream>
 #include <optional>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include <errshim/catalog.hpp>
 
+#include "entry_table.hpp"
+#include "snapshot.hpp"
 #include "test_catalogs.hpp"
 
 namespace errshim {
@@ -148,6 +152,117 @@ TEST_F(GeneratedLayers, EveryLayerMatchesThroughItsOwnKeysWhenLayersArePutTogeth
     EXPECT_EQ(d->id(), id) << message;
   }
   EXPECT_FALSE(all->diagnose("bravo queue overflowed by 3 items"));
+}
+
+// A generated snapshot is read lazily: its index when the catalog is built,
+// each entry's record when the entry is first met.
+std::string two_entry_snapshot() {
+  return testing::catalog_from(testing::file_yaml(testing::entry_yaml("mylib.first", "first lazy text {x} here") +
+                                                  testing::entry_yaml("mylib.second", "second lazy text {y} there")))
+      ->snapshot();
+}
+
+TEST_F(GeneratedLayers, ALazilyReadLayerDecodesEntriesAsTheFullReaderDoes) {
+  const std::string bytes = Catalog::embedded()->snapshot();
+  write("big.snapshot", bytes);
+  std::vector<Problem> problems;
+  const auto lazy = detail::LazySnapshot::open(dir_ / "big.snapshot", problems);
+  const detail::Snapshot full = detail::read_snapshot(bytes, "big.snapshot", problems);
+  ASSERT_TRUE(problems.empty()) << problems.front().to_string();
+  ASSERT_TRUE(lazy);
+  ASSERT_EQ(lazy->size(), full.entries.size());
+  std::vector<std::shared_ptr<const Entry>> decoded;
+  for (std::size_t i = 0; i < lazy->size(); ++i) {
+    std::string problem;
+    decoded.push_back(lazy->decode(i, problem));
+    ASSERT_TRUE(decoded.back()) << problem;
+    EXPECT_EQ(lazy->id(i), full.entries[i]->id);
+  }
+  // Every field of every entry and every plan item: the bytes they write.
+  EXPECT_EQ(detail::write_snapshot(decoded, lazy->plan()), detail::write_snapshot(full.entries, full.plan));
+}
+
+TEST_F(GeneratedLayers, ALazilyReadLayerWritesBackItsOwnSnapshot) {
+  const std::string bytes = two_entry_snapshot();
+  write("mylib.snapshot", bytes);
+  ScopedGeneratedDir env(dir_);
+  const CatalogPtr c = CatalogBuilder().add_generated("mylib").build();
+  EXPECT_EQ(c->size(), 2u);
+  EXPECT_EQ(c->snapshot(), bytes);
+}
+
+// The index is whole, one record is damaged: the catalog builds, the other
+// entry matches, and the damaged one never matches and says why.
+TEST_F(GeneratedLayers, ADamagedRecordNeverMatchesAndSaysWhy) {
+  std::string bytes = two_entry_snapshot();
+  // The second record's template (the first occurrence is in the index's plan keys or the record).
+  const std::size_t at = bytes.rfind("second lazy text");
+  ASSERT_NE(at, std::string::npos);
+  bytes[at] = 'S';
+  write("mylib.snapshot", bytes);
+  ScopedGeneratedDir env(dir_);
+  const CatalogPtr c = CatalogBuilder().add_generated("mylib").build();
+  EXPECT_EQ(c->diagnose("first lazy text 1 here")->id(), "mylib.first");
+  const MatchResult r = c->match("second lazy text 2 there");
+  EXPECT_FALSE(r.diagnosis);
+  ASSERT_FALSE(r.problems.empty());
+  EXPECT_NE(r.problems[0].find("mylib.second"), std::string::npos) << r.problems[0];
+  EXPECT_NE(r.problems[0].find("checksum does not match"), std::string::npos) << r.problems[0];
+  ASSERT_NE(c->find("mylib.second"), nullptr);
+  EXPECT_NE(c->find("mylib.second")->cause.find("rebuild the snapshot"), std::string::npos);
+}
+
+// Records are read when first needed, not mapped: a layer file cut short
+// under a running process gives a problem, never a SIGBUS.
+TEST_F(GeneratedLayers, ALayerFileCutShortAfterTheBuildGivesAProblemNotACrash) {
+  const std::string bytes = two_entry_snapshot();
+  write("mylib.snapshot", bytes);
+  ScopedGeneratedDir env(dir_);
+  const CatalogPtr c = CatalogBuilder().add_generated("mylib").build();
+  fs::resize_file(dir_ / "mylib.snapshot", bytes.find("first lazy text") + 4);
+  const MatchResult r = c->match("second lazy text 2 there");
+  EXPECT_FALSE(r.diagnosis);
+  ASSERT_FALSE(r.problems.empty());
+  EXPECT_NE(r.problems[0].find("shorter"), std::string::npos) << r.problems[0];
+}
+
+TEST_F(GeneratedLayers, ADamagedIndexFallsBackToTheYamlWithAWarning) {
+  std::string bytes = two_entry_snapshot();
+  const std::size_t at = bytes.find("mylib.first");  // the index holds the ids first
+  ASSERT_NE(at, std::string::npos);
+  bytes[at] = 'M';
+  write("mylib.snapshot", bytes);
+  write("mylib.yaml", layer("mylib.from_yaml", "yaml text {x} here"));
+  ScopedGeneratedDir env(dir_);
+  const CatalogPtr c = CatalogBuilder().add_generated("mylib").build();
+  EXPECT_NE(c->find("mylib.from_yaml"), nullptr);
+  ASSERT_EQ(c->warnings().size(), 1u);
+  EXPECT_NE(c->warnings()[0].to_string().find("index checksum"), std::string::npos) << c->warnings()[0].to_string();
+}
+
+// Threads meeting the same entries first at the same time decode each once:
+// every thread gets the same entry object.
+TEST(LazyEntries, ThreadsMeetingAnEntryAtOnceShareOneDecodedEntry) {
+  std::vector<Problem> problems;
+  const std::string bytes = Catalog::embedded()->snapshot();
+  const auto lazy = detail::LazySnapshot::read(bytes, "embedded", problems);
+  ASSERT_TRUE(lazy);
+  std::shared_ptr<const detail::LazySnapshot> shared = lazy;
+  detail::EntryTable table;
+  for (std::size_t i = 0; i < lazy->size(); ++i) table.add(shared, i, false);
+  std::vector<std::vector<const Entry*>> seen(4);
+  std::vector<std::thread> threads;
+  for (std::size_t t = 0; t < seen.size(); ++t)
+    threads.emplace_back([&, t] {
+      for (std::size_t i = 0; i < table.size(); ++i) seen[t].push_back(table.get((i * 7 + t) % table.size()).get());
+    });
+  for (std::thread& th : threads) th.join();
+  for (std::size_t t = 0; t < seen.size(); ++t)
+    for (std::size_t i = 0; i < table.size(); ++i) {
+      const std::size_t index = (i * 7 + t) % table.size();
+      ASSERT_EQ(seen[t][i], table.get(index).get());
+      EXPECT_EQ(seen[t][i]->id, table.id(index));
+    }
 }
 
 #ifdef ERRSHIM_GENERATED_LAYER_DIR

@@ -16,6 +16,7 @@
 #include <errshim/catalog.hpp>
 #include <errshim/version.hpp>
 
+#include "matcher.hpp"
 #include "snapshot.hpp"
 #include "test_catalogs.hpp"
 

@@ -218,7 +218,7 @@ class Catalog {
 
   const std::vector<std::shared_ptr<const Entry>>& entries() const noexcept;
   const Entry* find(std::string_view id) const noexcept;
-  std::size_t size() const noexcept { return entries().size(); }
+  std::size_t size() const noexcept;
 
   // What build() worked around without failing, each naming its file: a
   // catalog cache folder or entry that was not used (the layer's YAML was

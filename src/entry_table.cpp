@@ -1,0 +1,82 @@
+#include "entry_table.hpp"
+
+#include "pattern_risk.hpp"
+
+namespace errshim::detail {
+
+EntryTable::EntryTable(std::vector<std::shared_ptr<const Entry>> entries) {
+  slots_.reserve(entries.size());
+  for (auto& e : entries) add(std::move(e));
+}
+
+EntryTable::EntryTable(EntryTable&&) noexcept = default;
+EntryTable& EntryTable::operator=(EntryTable&&) noexcept = default;
+EntryTable::~EntryTable() = default;
+
+void EntryTable::add(std::shared_ptr<const Entry> entry) {
+  Slot s;
+  s.entry = std::move(entry);
+  slots_.push_back(std::move(s));
+  lazy_->once.emplace_back();
+}
+
+void EntryTable::add(const std::shared_ptr<const LazySnapshot>& from, std::size_t pos, bool risk_check) {
+  if (keep_.empty() || keep_.back() != from) keep_.push_back(from);
+  Slot s;
+  s.from = from.get();
+  s.pos = pos;
+  s.risk_check = risk_check;
+  slots_.push_back(std::move(s));
+  lazy_->once.emplace_back();
+}
+
+std::string_view EntryTable::id(std::size_t i) const noexcept {
+  const Slot& s = slots_[i];
+  return s.from ? std::string_view(s.from->id(s.pos)) : std::string_view(s.entry->id);
+}
+
+void EntryTable::decode(std::size_t i) const {
+  const Slot& s = slots_[i];
+  std::string problem;
+  std::shared_ptr<const Entry> e = s.from->decode(s.pos, problem);
+  if (e && s.risk_check) {
+    // A planted pattern from a folder the environment named: refused, as a
+    // reload refuses it, before it ever runs.
+    std::vector<Problem> risky;
+    append_backtracking_problems(*e, risky);
+    if (!risky.empty()) problem = risky.front().to_string();
+  }
+  if (!problem.empty()) {
+    auto stand_in = std::make_shared<Entry>();
+    stand_in->id = s.from->id(s.pos);
+    stand_in->where.file = s.from->name();
+    stand_in->pattern = "(?!)";
+    stand_in->cause = problem;
+    e = std::move(stand_in);
+  }
+  s.problem = std::move(problem);
+  s.entry = std::move(e);
+}
+
+bool EntryTable::deferred(std::size_t i) const noexcept {
+  const Slot& s = slots_[i];
+  return s.from && !s.from->eager(s.pos);
+}
+
+const std::shared_ptr<const Entry>& EntryTable::get(std::size_t i) const {
+  const Slot& s = slots_[i];
+  if (s.from) std::call_once(lazy_->once[i], [this, i] { decode(i); });
+  return s.entry;
+}
+
+const std::string& EntryTable::problem(std::size_t i) const noexcept { return slots_[i].problem; }
+
+const std::vector<std::shared_ptr<const Entry>>& EntryTable::all() const {
+  std::call_once(lazy_->all_once, [this] {
+    lazy_->all.reserve(slots_.size());
+    for (std::size_t i = 0; i < slots_.size(); ++i) lazy_->all.push_back(get(i));
+  });
+  return lazy_->all;
+}
+
+}  // namespace errshim::detail

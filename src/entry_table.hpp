@@ -1,0 +1,69 @@
+// A built catalog's entries, each decoded already or decoded on first use
+// from a lazily read snapshot (snapshot.hpp). The matcher reads an entry
+// only when its literal occurs in a message, so a catalog of many generated
+// entries decodes the few a process meets.
+#pragma once
+
+#include <cstddef>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "errshim/catalog.hpp"
+#include "snapshot.hpp"
+
+namespace errshim::detail {
+
+class EntryTable {
+ public:
+  EntryTable() = default;
+  explicit EntryTable(std::vector<std::shared_ptr<const Entry>> entries);
+  EntryTable(EntryTable&&) noexcept;
+  EntryTable& operator=(EntryTable&&) noexcept;
+  ~EntryTable();
+
+  // Appends an entry; or entry `pos` of `from`, decoded on first use, with
+  // the backtracking-risk check a user catalog gets when `risk_check`.
+  void add(std::shared_ptr<const Entry> entry);
+  void add(const std::shared_ptr<const LazySnapshot>& from, std::size_t pos, bool risk_check);
+
+  std::size_t size() const noexcept { return slots_.size(); }
+  // Never decodes.
+  std::string_view id(std::size_t i) const noexcept;
+  // Whether entry `i` waits for its first use to be decoded (a lazy entry
+  // with nothing to compile when the catalog is built).
+  bool deferred(std::size_t i) const noexcept;
+  // Entry `i`, decoded on first use. An entry whose record is damaged, or
+  // whose pattern fails the risk check, is a stand-in that never matches:
+  // its id, the snapshot's name, and problem(i) saying why.
+  const std::shared_ptr<const Entry>& get(std::size_t i) const;
+  // Why entry `i` cannot be matched (empty: it can); read after get(i).
+  const std::string& problem(std::size_t i) const noexcept;
+  // Every entry, decoded (Catalog::entries()).
+  const std::vector<std::shared_ptr<const Entry>>& all() const;
+
+ private:
+  struct Slot {
+    mutable std::shared_ptr<const Entry> entry;  // set once, under `once` when lazy
+    const LazySnapshot* from = nullptr;          // lazy: decoded from here
+    std::size_t pos = 0;
+    bool risk_check = false;
+    mutable std::string problem;
+  };
+  void decode(std::size_t i) const;
+
+  // Per-slot once flags (a deque: adding one moves none), and all().
+  struct Lazy {
+    std::deque<std::once_flag> once;
+    std::once_flag all_once;
+    std::vector<std::shared_ptr<const Entry>> all;
+  };
+  std::vector<Slot> slots_;
+  std::unique_ptr<Lazy> lazy_ = std::make_unique<Lazy>();
+  std::vector<std::shared_ptr<const LazySnapshot>> keep_;  // what lazy slots point into
+};
+
+}  // namespace errshim::detail
