@@ -14,7 +14,7 @@
 
 #include <errshim/catalog.hpp>
 
-#include "../bench/synthetic_catalog.hpp"
+#include "support/synthetic_catalog.hpp"
 #include "matcher.hpp"
 
 namespace errshim {
