@@ -29,6 +29,8 @@
 
 #if __has_include(<errshim/importer.hpp>)
 #include <errshim/importer.hpp>
+#include <errshim/lint.hpp>
+#include <errshim/render.hpp>
 #define ERRSHIM_FUZZ_HAVE_IMPORTER 1
 #else
 #define ERRSHIM_FUZZ_HAVE_IMPORTER 0

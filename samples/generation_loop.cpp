@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include <errshim/errshim.hpp>
+#include <errshim/metrics.hpp>
 
 #include "inference_standin.hpp"
 

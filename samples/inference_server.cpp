@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 
 #include <errshim/errshim.hpp>
+#include <errshim/metrics.hpp>
 
 #include "inference_standin.hpp"
 

@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 
 #include <errshim/errshim.hpp>
+#include <errshim/render.hpp>
 
 #include "inference_standin.hpp"
 

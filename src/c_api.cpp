@@ -30,6 +30,7 @@
 #include "errshim/remediation.hpp"
 #include "errshim/render.hpp"
 #include "errshim/version.hpp"
+#include "observer_internal.hpp"
 
 // The handles. They live outside any namespace because the C header declares
 // them as global incomplete structs.

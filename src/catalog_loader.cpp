@@ -25,6 +25,7 @@
 #include "template.hpp"
 #include "vocabulary.hpp"
 #include "yaml_scalar.hpp"
+#include "context_internal.hpp"
 
 namespace errshim::detail {
 namespace {

@@ -1,6 +1,7 @@
 #include "errshim/context.hpp"
 
 #include "text.hpp"
+#include "context_internal.hpp"
 
 #include <stdexcept>
 #include <vector>

@@ -13,6 +13,7 @@
 #include "errshim/normalize.hpp"
 #include "errshim/raise_site.hpp"
 #include "errshim/scan.hpp"
+#include "errshim/catalog.hpp"
 #include "escape.hpp"
 
 namespace errshim {

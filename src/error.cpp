@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "errshim/catalog.hpp"
+#include "error_internal.hpp"
 
 namespace errshim {
 

@@ -3,6 +3,8 @@
 #include <stdexcept>
 
 #include "errshim/observer.hpp"
+#include "errshim/catalog.hpp"
+#include "observer_internal.hpp"
 
 namespace errshim {
 

@@ -12,6 +12,7 @@
 #include "escape.hpp"
 #include "template.hpp"
 #include "utf8.hpp"
+#include "importer_internal.hpp"
 
 namespace errshim {
 

@@ -16,6 +16,8 @@
 #include "fix_values.hpp"
 #include "pattern_risk.hpp"
 #include "text_wrap.hpp"
+#include "preflight_internal.hpp"
+#include "render_internal.hpp"
 
 namespace errshim {
 

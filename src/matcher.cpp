@@ -16,6 +16,7 @@
 #include "fix_values.hpp"
 #include "literal_extract.hpp"
 #include "template.hpp"
+#include "context_internal.hpp"
 
 // The step budget (MatchOptions::max_steps). Boost counts the states it
 // visits in each search and gives up past a limit it derives from the

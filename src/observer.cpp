@@ -1,4 +1,5 @@
 #include "errshim/observer.hpp"
+#include "observer_internal.hpp"
 
 #include <atomic>
 #include <condition_variable>

@@ -1,4 +1,6 @@
 #include "errshim/preflight.hpp"
+#include "context_internal.hpp"
+#include "preflight_internal.hpp"
 
 #include <cmath>
 #include <cstdlib>

@@ -12,6 +12,9 @@
 #include "errshim/render.hpp"
 #include "fix_values.hpp"
 #include "vocabulary.hpp"
+#include "observer_internal.hpp"
+#include "error_internal.hpp"
+#include "remediation_internal.hpp"
 
 namespace errshim {
 

@@ -12,6 +12,7 @@
 #include "text.hpp"
 #include "text_wrap.hpp"
 #include "utf8.hpp"
+#include "render_internal.hpp"
 
 namespace errshim {
 

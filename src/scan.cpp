@@ -40,6 +40,7 @@
 #include "errshim/fingerprint.hpp"
 #include "errshim/normalize.hpp"
 #include "errshim/render.hpp"
+#include "errshim/catalog.hpp"
 #include "chars.hpp"
 #include "escape.hpp"
 #include "log_line.hpp"

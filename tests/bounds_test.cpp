@@ -17,6 +17,9 @@
 #include <string>
 
 #include <errshim/errshim.hpp>
+#include <errshim/lint.hpp>
+#include <errshim/normalize.hpp>
+#include <errshim/render.hpp>
 
 #include "test_catalogs.hpp"
 

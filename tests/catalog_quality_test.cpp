@@ -13,6 +13,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <errshim/errshim.hpp>
+#include <errshim/lint.hpp>
 
 #include "matcher.hpp"
 #include "template.hpp"

@@ -6,6 +6,7 @@
 #include <errshim/lint.hpp>
 
 #include "test_catalogs.hpp"
+#include "context_internal.hpp"
 
 namespace errshim {
 namespace {

@@ -7,6 +7,7 @@
 
 #include "errshim/draft.hpp"
 #include "errshim/errshim.hpp"
+#include "errshim/lint.hpp"
 
 namespace {
 

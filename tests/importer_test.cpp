@@ -14,6 +14,8 @@
 
 #include <errshim/errshim.hpp>
 #include <errshim/importer.hpp>
+#include <errshim/lint.hpp>
+#include "importer_internal.hpp"
 
 namespace errshim {
 namespace {

@@ -10,11 +10,12 @@
 #include <cstdio>
 #include <map>
 #include <optional>
+#include <ostream>
 #include <thread>
 
 #include <errshim/catalog.hpp>
 
-#include "../bench/synthetic_catalog.hpp"
+#include "support/synthetic_catalog.hpp"
 #include "matcher.hpp"
 
 namespace errshim {
@@ -101,7 +102,20 @@ Messages messages_for(const synth::SynthCatalog& cat, std::uint64_t seed, std::s
   return out;
 }
 
-void check_generated(bool adversarial, std::uint64_t seed) {
+// A generated catalog of 2000 entries and 500 messages for it.
+struct GeneratedCase {
+  const char* name;  // the kind of catalog and its seed
+  bool adversarial;  // the entry shapes built to make several entries match one message
+  std::uint64_t seed;
+};
+
+std::ostream& operator<<(std::ostream& os, const GeneratedCase& c) { return os << c.name; }
+
+class MatcherEquivalenceGenerated : public ::testing::TestWithParam<GeneratedCase> {};
+
+TEST_P(MatcherEquivalenceGenerated, PrefilteredAnswerIsTheNaiveOne) {
+  const bool adversarial = GetParam().adversarial;
+  const std::uint64_t seed = GetParam().seed;
   const synth::SynthCatalog cat = synth::generate_catalog(2000, seed, adversarial);
   std::vector<Problem> problems;
   const Matcher m(synth::to_entries(cat), problems);
@@ -123,9 +137,14 @@ void check_generated(bool adversarial, std::uint64_t seed) {
   EXPECT_LT(matched, msgs.texts.size());
 }
 
-TEST(MatcherEquivalence, GeneratedAdversarialCatalog) { check_generated(true, 1); }
-TEST(MatcherEquivalence, GeneratedAdversarialCatalogOtherSeed) { check_generated(true, 2); }
-TEST(MatcherEquivalence, GeneratedPlainCatalog) { check_generated(false, 3); }
+const GeneratedCase kGeneratedCases[] = {
+    {"AdversarialSeed1", true, 1},
+    {"AdversarialSeed2", true, 2},
+    {"PlainSeed3", false, 3},
+};
+
+INSTANTIATE_TEST_SUITE_P(MatcherEquivalence, MatcherEquivalenceGenerated, ::testing::ValuesIn(kGeneratedCases),
+                         [](const ::testing::TestParamInfo<GeneratedCase>& info) { return std::string(info.param.name); });
 
 TEST(MatcherEquivalence, CrowdedKeysAtTwentyThousandEntries) {
   // At this size near-duplicate templates share their chosen literal, and

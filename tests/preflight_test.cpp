@@ -11,8 +11,10 @@
 #include <vector>
 
 #include <errshim/errshim.hpp>
+#include <errshim/lint.hpp>
 
 #include "test_catalogs.hpp"
+#include "preflight_internal.hpp"
 
 namespace errshim {
 namespace {

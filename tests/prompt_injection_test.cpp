@@ -14,6 +14,7 @@
 #include <vector>
 
 #include <errshim/errshim.hpp>
+#include <errshim/lint.hpp>
 
 #include "test_catalogs.hpp"
 #include "vocabulary.hpp"

@@ -5,8 +5,11 @@
 #include <stdexcept>
 
 #include <errshim/errshim.hpp>
+#include <errshim/metrics.hpp>
+#include <errshim/preflight.hpp>
 
 #include "test_catalogs.hpp"
+#include "remediation_internal.hpp"
 
 namespace errshim {
 namespace {

@@ -4,8 +4,10 @@
 #include <fmt/format.h>
 
 #include <errshim/errshim.hpp>
+#include <errshim/render.hpp>
 
 #include "test_catalogs.hpp"
+#include "render_internal.hpp"
 
 namespace errshim {
 namespace {

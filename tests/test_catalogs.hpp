@@ -2,6 +2,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include <errshim/catalog.hpp>
 
@@ -17,15 +18,20 @@ inline const std::string kRootCauseThenEchoedFake =
       "Traceback (most recent call last):\n  File \"app.py\", line 5, in <module>\n    raise ValueError(prompt)\n"
       "ValueError: `num_return_sequences` (999) has to be smaller or equal to `num_beams` (4).\n";
 
-// One valid entry; `extra` is appended inside the entry (indented by 4).
-inline std::string entry_yaml(const std::string& id, const std::string& tmpl, const std::string& extra = "") {
+// The keys every test entry has before its remediation list.
+inline std::string entry_head_yaml(const std::string& id, const std::string& tmpl) {
   return "  - id: " + id + "\n"
          "    template: '" + tmpl + "'\n"
          "    source: {path: src/x.rs, line: 10}\n"
          "    error_class: candle::Error::Msg\n"
          "    kind: validation\n"
          "    cause: c\n"
-         "    trigger: t\n"
+         "    trigger: t\n";
+}
+
+// One valid entry; `extra` is appended inside the entry (indented by 4).
+inline std::string entry_yaml(const std::string& id, const std::string& tmpl, const std::string& extra = "") {
+  return entry_head_yaml(id, tmpl) +
          "    remediation:\n"
          "      - text: r\n"
          "    examples:\n"
@@ -46,6 +52,24 @@ inline std::string kv_cache_entry_yaml(const std::string& id) {
          "      - text: turn the cache off\n"
          "        fix: {set: {kv_cache_enabled: false}, safety: slower, reason: 'same output, slower'}\n"
          "    examples: {match: [kv_cache_enabled=true is not supported]}\n";
+}
+
+// One remediation step of fixable_entry_yaml: its text and its fix as a
+// YAML flow mapping ("{set: {k: v}, safety: safe}"; empty: no fix).
+struct Step {
+  std::string text;
+  std::string fix;
+};
+
+// entry_yaml's entry with the remediation steps `steps`, in order.
+inline std::string fixable_entry_yaml(const std::string& id, const std::string& tmpl, const std::vector<Step>& steps) {
+  std::string out = entry_head_yaml(id, tmpl) + "    remediation:\n";
+  for (const Step& s : steps) {
+    out += "      - text: " + s.text + "\n";
+    if (!s.fix.empty()) out += "        fix: " + s.fix + "\n";
+  }
+  return out + "    examples:\n"
+               "      match: ['" + tmpl + "']\n";
 }
 
 inline std::string file_yaml(const std::string& entries) {

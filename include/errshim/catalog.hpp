@@ -261,9 +261,8 @@ class Catalog {
   Catalog(const Catalog&) = delete;
   Catalog& operator=(const Catalog&) = delete;
 
-  struct Impl;
-
  private:
+  struct Impl;  // src/catalog.cpp
   friend class CatalogBuilder;
   explicit Catalog(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;

@@ -17,9 +17,9 @@
 #include <string_view>
 #include <vector>
 
-#include "errshim/catalog.hpp"
-
 namespace errshim {
+
+class Catalog;  // errshim/catalog.hpp
 
 struct DraftOptions {
   std::string library;  // the entry's library; empty: guessed from the stated raise site, else "unknown"

@@ -29,7 +29,4 @@ class translated_error : public std::runtime_error, public std::nested_exception
   Diagnosis diagnosis_;
 };
 
-// "<id>: <first line of the original message> -- try: <first remediation>"
-std::string one_line_summary(const Diagnosis& diagnosis);
-
 }  // namespace errshim

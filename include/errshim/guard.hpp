@@ -16,12 +16,14 @@
 #include <type_traits>
 #include <utility>
 
-#include "errshim/catalog.hpp"
+#include "errshim/context.hpp"
 #include "errshim/diagnosis.hpp"
 #include "errshim/error.hpp"
 #include "errshim/observer.hpp"
 
 namespace errshim {
+
+class Catalog;  // errshim/catalog.hpp: a guard only passes it on
 
 // Must be called while an exception is being handled (inside catch). Throws
 // translated_error with the current exception nested, or rethrows the current

@@ -26,8 +26,4 @@ class import_error : public std::runtime_error {
 // record's own message. Throws import_error on the first bad record.
 std::string import_records(std::string_view json, const std::string& name = "<input>");
 
-// The record's regex in Boost's dialect: `(?P<n>` -> `(?<n>`, `\/` -> `/`,
-// `\uXXXX` -> `\x{XXXX}`. Throws import_error for constructs Boost lacks.
-std::string convert_regex(std::string_view pattern);
-
 }  // namespace errshim

@@ -43,9 +43,4 @@ std::vector<Finding> check(const PreflightConfigs& configs, const Catalog& catal
 // One config of no stated kind: check(PreflightConfigs{&config}, ...).
 std::vector<Finding> check(const ConfigAccess& config, const Catalog& catalog, const Context& context = {});
 
-// Whether one entry's preflight conditions are met; the values that meet the
-// first such condition are appended to `because` when given.
-bool preflight_fires(const Entry& entry, const PreflightConfigs& configs, const Context& context,
-                     std::vector<std::pair<KeyPath, Value>>* because = nullptr);
-
 }  // namespace errshim

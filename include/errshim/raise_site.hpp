@@ -16,10 +16,10 @@
 #include <string_view>
 #include <vector>
 
-#include "errshim/catalog.hpp"
-#include "errshim/diagnosis.hpp"
-
 namespace errshim {
+
+struct Diagnosis;  // errshim/diagnosis.hpp
+struct SourcePin;  // errshim/catalog.hpp
 
 // One place a message says it was raised from, as the message spells it.
 struct StatedSite {

@@ -156,13 +156,6 @@ std::string root_cause_problem(const Diagnosis& diagnosis);
 std::optional<Diagnosis> root_cause_diagnosis(const Catalog& catalog, const Diagnosis& diagnosis,
                                               const Context& context = {});
 
-// Substitutes {capture} references in a fix value ("{q_head}",
-// "{dtype:lower}", "{q_dims:dim1}", "{n:int}"). The result is text, except a
-// value that is one `int`/`dimN` conversion (an integer); the key a fix
-// writes decides the type of the rest. Throws config_error on an unknown
-// capture or conversion.
-Value resolve_value(const Value& value, const Diagnosis& diagnosis);
-
 // Every attempt of one remediate() call, in order.
 struct RemediationReport {
   std::vector<Decision> decisions;

@@ -38,20 +38,6 @@ std::string to_text(const Diagnosis& diagnosis, const TextOptions& options);
 // (`errshim explain ID`).
 std::string to_text(const Entry& entry, const TextOptions& options);
 
-// https://github.com/{repo}/blob/{commit}/{path}#L{line} (no #L when the
-// line is unknown, HEAD when the commit is).
-std::string source_url(const SourcePin& pin);
-
-// Catalog prose with the hard line breaks of its YAML block removed: lines
-// of a paragraph are joined by a space; paragraphs stay apart ("\n\n"), and
-// a line that starts a list item ("- ", "* ", "1. ") or is indented deeper
-// than the paragraph keeps its own line.
-std::string fold_prose(std::string_view prose);
-// The first sentence of `prose` (folded): up to the first '.', '!' or '?'
-// followed by a space or the end, outside `code` spans and abbreviations
-// (e.g., i.e., etc., vs., cf.); the whole first paragraph when none ends it.
-std::string first_sentence(std::string_view prose);
-
 // A pin as JSON, one shape everywhere: {"repo", "path", "line", "commit",
 // "symbol", "url"}.
 std::string to_json(const SourcePin& pin);

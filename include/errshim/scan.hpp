@@ -29,11 +29,12 @@
 #include <string_view>
 #include <vector>
 
-#include "errshim/catalog.hpp"
 #include "errshim/context.hpp"
 #include "errshim/diagnosis.hpp"
 
 namespace errshim {
+
+class Catalog;  // errshim/catalog.hpp
 
 // What opened a block. A block grows into another kind when the log shows
 // more of it: an ERROR line followed by a traceback is one python_traceback.

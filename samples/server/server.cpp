@@ -42,7 +42,9 @@
 #include <pthread.h>
 
 #include <errshim/errshim.hpp>
+#include <errshim/catalog_store.hpp>
 #include <errshim/prometheus.hpp>
+#include <errshim/render.hpp>
 
 #include "attention_block.hpp"
 #include "policy_file.hpp"

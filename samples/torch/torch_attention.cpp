@@ -17,6 +17,7 @@
 #include <fmt/format.h>
 
 #include <errshim/errshim.hpp>
+#include <errshim/render.hpp>
 
 #include "attention_block.hpp"
 #include "local_fix.hpp"

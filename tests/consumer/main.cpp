@@ -9,6 +9,7 @@
 
 #include <errshim/c_api.h>
 #include <errshim/errshim.hpp>
+#include <errshim/render.hpp>
 
 int main() {
   const std::string seed =
@@ -30,7 +31,7 @@ int main() {
     fmt::print("errshim_consumer: FAIL: C API gave {}\n", errshim_status_name(s));
     return 1;
   }
-  // fmt reaches the consumer through errshim's public headers: "{}" is the text form.
+  // fmt reaches the consumer through errshim/render.hpp: "{}" is the text form.
   const std::string text = fmt::format("{}", *d);
   fmt::print("errshim_consumer: {} (errshim {}, {} bytes of explanation)\n", d->id(), errshim::version(), text.size());
   return 0;

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "cli.hpp"
+#include "errshim/lint.hpp"
 #include "errshim/importer.hpp"
 
 namespace errshim_cli {

@@ -16,6 +16,7 @@
 #include <CLI/CLI.hpp>
 
 #include "errshim/errshim.hpp"
+#include "errshim/render.hpp"
 
 namespace errshim_cli {
 

@@ -8,6 +8,7 @@
 #include "cli.hpp"
 #include "escape.hpp"
 #include "text_wrap.hpp"
+#include "render_internal.hpp"
 
 namespace errshim_cli {
 

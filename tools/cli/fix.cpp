@@ -16,6 +16,8 @@
 #include <fmt/format.h>
 
 #include "cli.hpp"
+#include "render_internal.hpp"
+#include "errshim/preflight.hpp"
 
 extern char** environ;
 

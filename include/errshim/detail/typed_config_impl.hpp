@@ -1,13 +1,12 @@
 // Template definitions for Bindings<T> and TypedConfig<T>, and the key
 // matching rule find() shares with ConfigTree. Included at the end of
-// config.hpp; standard library only, since it is a public header.
+// config.hpp; standard library only, since it is a public header. What does
+// not depend on a member type (the key rule, number parsing and formatting)
+// is defined in src/typed_config.cpp, so that every file that includes
+// errshim.hpp does not compile <charconv>, <cmath> and <algorithm>.
 #pragma once
 
-#include <algorithm>
-#include <charconv>
-#include <cmath>
 #include <limits>
-#include <system_error>
 
 #include "errshim/config.hpp"
 
@@ -19,20 +18,7 @@ namespace detail::config_impl {
 // Whether `path` is one that find(key) reports: its last part is `key`, or,
 // for a dotted key ("generation_config.cache_implementation"), its last
 // parts are the key's parts. A fix may name a key either way.
-inline bool path_matches(const KeyPath& path, std::string_view key) {
-  if (path.empty()) return false;
-  if (path.back() == key) return true;
-  if (key.find('.') == std::string_view::npos) return false;
-  std::vector<std::string_view> parts;
-  for (std::size_t start = 0;;) {
-    const std::size_t dot = key.find('.', start);
-    parts.push_back(key.substr(start, dot == std::string_view::npos ? std::string_view::npos : dot - start));
-    if (parts.back().empty()) return false;  // "a..b" names no path
-    if (dot == std::string_view::npos) break;
-    start = dot + 1;
-  }
-  return parts.size() <= path.size() && std::equal(parts.rbegin(), parts.rend(), path.rbegin());
-}
+bool path_matches(const KeyPath& path, std::string_view key);
 
 template <class M>
 constexpr const char* kind_name() {
@@ -59,23 +45,20 @@ std::string limit_text(M v) {
 
 enum class Parsed { ok, malformed, out_of_range };
 
+// An optional sign, then decimal digits: their value as unsigned long long
+// and whether the sign was '-'. out_of_range: more than it holds.
+Parsed parse_magnitude(std::string_view s, bool& negative, unsigned long long& magnitude);
+
 // Decimal text into M. out_of_range: a number M cannot hold (300 into
 // uint8_t, -1 into size_t).
 template <class M>
 Parsed parse_integer(std::string_view s, M& out) {
-  bool negative = false;
-  if (!s.empty() && (s.front() == '+' || s.front() == '-')) {
-    negative = s.front() == '-';
-    s.remove_prefix(1);
-  }
-  if (s.empty() || s.find_first_not_of("0123456789") != std::string_view::npos) return Parsed::malformed;
   // The magnitude as unsigned long long, then the range of M: one parse
   // covers every integral type, char types included (from_chars has no
   // overload for char16_t and friends).
+  bool negative = false;
   unsigned long long magnitude = 0;
-  const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), magnitude);
-  if (ec == std::errc::result_out_of_range) return Parsed::out_of_range;
-  if (ec != std::errc() || end != s.data() + s.size()) return Parsed::malformed;
+  if (const Parsed p = parse_magnitude(s, negative, magnitude); p != Parsed::ok) return p;
   if (!negative || magnitude == 0) {
     if (magnitude > static_cast<unsigned long long>(std::numeric_limits<M>::max())) return Parsed::out_of_range;
     out = static_cast<M>(magnitude);
@@ -93,43 +76,16 @@ Parsed parse_integer(std::string_view s, M& out) {
   }
 }
 
-// Decimal or exponent text into M, and YAML's .inf/.nan spellings.
-template <class M>
-Parsed parse_floating(std::string_view s, M& out) {
-  bool negative = false;
-  std::string_view body = s;
-  if (!body.empty() && (body.front() == '+' || body.front() == '-')) {
-    negative = body.front() == '-';
-    body.remove_prefix(1);
-  }
-  if (body == ".inf" || body == ".Inf" || body == ".INF") {
-    out = negative ? -std::numeric_limits<M>::infinity() : std::numeric_limits<M>::infinity();
-    return Parsed::ok;
-  }
-  if (body == ".nan" || body == ".NaN" || body == ".NAN") {
-    out = std::numeric_limits<M>::quiet_NaN();
-    return Parsed::ok;
-  }
-  // from_chars reads a leading '-' but not '+'; and, unlike strtod, ignores the locale.
-  const std::string_view text = !s.empty() && s.front() == '+' ? body : s;
-  if (text.empty()) return Parsed::malformed;
-  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), out);
-  if (ec == std::errc::result_out_of_range) return Parsed::out_of_range;
-  return ec == std::errc() && end == text.data() + text.size() ? Parsed::ok : Parsed::malformed;
-}
+// Decimal or exponent text, and YAML's .inf/.nan spellings.
+Parsed parse_floating(std::string_view s, float& out);
+Parsed parse_floating(std::string_view s, double& out);
+Parsed parse_floating(std::string_view s, long double& out);
 
 // The shortest text that reads back as the same value, spelled so that it
 // reads back as a number, not an integer ("1.0", not "1").
-template <class M>
-std::string format_floating(M v) {
-  if (std::isnan(v)) return ".nan";
-  if (std::isinf(v)) return v < 0 ? "-.inf" : ".inf";
-  char buf[128];
-  const auto [end, ec] = std::to_chars(buf, buf + sizeof buf, v);
-  std::string text(buf, ec == std::errc() ? end : buf);
-  if (text.find_first_of(".e") == std::string::npos) text += ".0";
-  return text;
-}
+std::string format_floating(float v);
+std::string format_floating(double v);
+std::string format_floating(long double v);
 
 template <class M>
 Value to_value(const M& v) {
