@@ -21,6 +21,7 @@
 
 #include <boost/regex.hpp>
 #include <errshim/errshim.hpp>
+#include <errshim/normalize.hpp>
 
 #include "pattern_risk.hpp"
 #include "snapshot.hpp"
