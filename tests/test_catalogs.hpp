@@ -17,8 +17,8 @@ inline const std::string kRootCauseThenEchoedFake =
       "Traceback (most recent call last):\n  File \"app.py\", line 5, in <module>\n    raise ValueError(prompt)\n"
       "ValueError: `num_return_sequences` (999) has to be smaller or equal to `num_beams` (4).\n";
 
-// One valid entry; `extra` is appended inside the entry (indented by 4).
-inline std::string entry_yaml(const std::string& id, const std::string& tmpl, const std::string& extra = "") {
+// An entry up to its examples.
+inline std::string entry_head_yaml(const std::string& id, const std::string& tmpl) {
   return "  - id: " + id + "\n"
          "    template: '" + tmpl + "'\n"
          "    source: {path: src/x.rs, line: 10}\n"
@@ -27,9 +27,39 @@ inline std::string entry_yaml(const std::string& id, const std::string& tmpl, co
          "    cause: c\n"
          "    trigger: t\n"
          "    remediation:\n"
-         "      - text: r\n"
+         "      - text: r\n";
+}
+
+// One valid entry; `extra` is appended inside the entry (indented by 4).
+inline std::string entry_yaml(const std::string& id, const std::string& tmpl, const std::string& extra = "") {
+  return entry_head_yaml(id, tmpl) +
          "    examples:\n"
          "      match: ['" + tmpl + "']\n" + extra;
+}
+
+// An entry that lints clean: its one match example states the captures it
+// expects (`captures`, a YAML flow mapping such as "{level: '88'}").
+inline std::string captured_entry_yaml(const std::string& id, const std::string& tmpl, const std::string& example,
+                                       const std::string& captures) {
+  return entry_head_yaml(id, tmpl) +
+         "    examples:\n"
+         "      match:\n"
+         "        - text: '" + example + "'\n"
+         "          captures: " + captures + "\n";
+}
+
+// An entry whose pattern may backtrack catastrophically: it builds from text
+// (add_yaml), and lint, add_path and CatalogStore refuse it.
+inline std::string risky_entry_yaml(const std::string& id) {
+  return "  - id: " + id + "\n"
+         "    pattern: '^(\\w+\\s?)+$'\n"
+         "    source: {path: s.rs, line: 1}\n"
+         "    error_class: E\n"
+         "    kind: validation\n"
+         "    cause: c\n"
+         "    trigger: t\n"
+         "    remediation: [{text: r}]\n"
+         "    examples: {match: ['slow a b']}\n";
 }
 
 // candle's kv_cache_enabled error as entry `id`, with one fix (the cache
