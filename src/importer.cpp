@@ -258,7 +258,8 @@ std::vector<Json> records_of(std::string_view json, const std::string& name) {
     try {
       docs.push_back(Json::parse(text.begin(), text.end()));
     } catch (const Json::parse_error& e) {
-      // nlohmann counts bytes read (1-based); the message says line:column.
+      // parse_error's byte: how many bytes were read, up to the end of the
+      // offending token; the message gives that byte's line:column.
       const std::size_t at = std::min<std::size_t>(e.byte > 0 ? e.byte - 1 : 0, text.size());
       const std::string_view before = text.substr(0, at);
       const auto row = static_cast<std::size_t>(std::count(before.begin(), before.end(), '\n'));

@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "errshim/importer.hpp"
 #include "errshim/remediation.hpp"
 #include "errshim/render.hpp"
 #include "json.hpp"
@@ -144,5 +145,34 @@ TEST(JsonShape, ScanBlockIsTheDiagnosisObjectWithTheBlockMembersAfter) {
   EXPECT_EQ(block.substr(alone.size() - 1), ", \"file\": \"log" + kFffd + ".txt\", \"line\": 7, \"lines\": 2, \"kind\": \"" +
                                                 std::string(errshim::to_string(b.kind)) + "\"}");
 }
+
+struct BrokenJson {
+  const char* name;
+  std::string input;
+  std::string where;  // the start of the error message: line and column of the last byte read (the
+                      // offending token's end)
+};
+
+class ImporterReadsJson : public ::testing::TestWithParam<BrokenJson> {};
+
+TEST_P(ImporterReadsJson, SaysWhereTheInputIsNotJson) {
+  std::string message = "(no error)";
+  try {
+    errshim::import_records(GetParam().input, "in.json");
+  } catch (const errshim::import_error& e) {
+    message = e.what();
+  }
+  EXPECT_EQ(message.rfind(GetParam().where, 0), 0u) << message;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Cases, ImporterReadsJson,
+    ::testing::Values(BrokenJson{"ValueMissingOnLineThree", "[\n  {\"id\": \"r1\",\n   \"repo\": }\n]",
+                                 "in.json:3:12: not valid JSON: syntax error"},
+                      BrokenJson{"CutShortOnTheFirstLine", "{\"record\": {\"id\": ", "in.json:1:"},
+                      BrokenJson{"ThirdJsonLineBroken", "{\"id\": \"a\"}\n{\"id\": \"b\"}\n{\"id\" \"c\"}\n",
+                                 "in.json:3:9: not valid JSON"},
+                      BrokenJson{"InvalidUtf8InAString", "{\"id\": \"a\xff\"}", "in.json:1:"}),
+    [](const ::testing::TestParamInfo<BrokenJson>& info) { return std::string(info.param.name); });
 
 }  // namespace
