@@ -6,15 +6,29 @@
 #
 # Included from the top CMakeLists.txt after the errshim target and tools/.
 
+# c_api.cpp is compiled once, here (the core errshim leaves it out): its
+# objects make errshim_c, and the unit tests link the same objects next to
+# the static errshim, since they mix C calls with C++ ones (an observer
+# registered in C sees a C++ guard) and so need one copy of the library.
+add_library(errshim_c_objects OBJECT ${PROJECT_SOURCE_DIR}/src/c_api.cpp)
+set_target_properties(errshim_c_objects PROPERTIES
+  CXX_EXTENSIONS OFF
+  POSITION_INDEPENDENT_CODE ON
+  CXX_VISIBILITY_PRESET hidden
+  VISIBILITY_INLINES_HIDDEN ON)
+target_compile_features(errshim_c_objects PRIVATE cxx_std_17)
+target_include_directories(errshim_c_objects PRIVATE ${PROJECT_SOURCE_DIR}/src)  # json.hpp
+target_link_libraries(errshim_c_objects PRIVATE errshim $<BUILD_INTERFACE:errshim_warnings>)
+if(TARGET errshim_tests)
+  target_sources(errshim_tests PRIVATE $<TARGET_OBJECTS:errshim_c_objects>)
+endif()
+
 option(ERRSHIM_BUILD_C_API "Build errshim_c, the shared library with the C interface" ${ERRSHIM_MASTER_PROJECT})
 if(NOT ERRSHIM_BUILD_C_API)
   return()
 endif()
 
-# c_api.cpp is also in the static errshim (for C++ hosts that want the C
-# calls); compiling it into errshim_c too makes the linker keep it, where an
-# archive member nothing refers to would be dropped.
-add_library(errshim_c SHARED ${PROJECT_SOURCE_DIR}/src/c_api.cpp)
+add_library(errshim_c SHARED $<TARGET_OBJECTS:errshim_c_objects>)
 add_library(errshim::errshim_c ALIAS errshim_c)
 set_target_properties(errshim_c PROPERTIES
   OUTPUT_NAME errshim_c

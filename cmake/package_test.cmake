@@ -63,7 +63,11 @@ elseif(MODE STREQUAL "pkg_config")
   endif()
   message(STATUS "pkg-config: ${flags}")
   separate_arguments(flags UNIX_COMMAND "${flags}")
-  run(${CXX_COMPILER} -std=c++17 ${sanitize_flags} ${CONSUMER_DIR}/main.cpp ${flags} -o ${WORK_DIR}/errshim_consumer)
+  # main.cpp calls the C interface too, in the shared errshim_c: pkg-config
+  # gives no run path to the prefix's library folder.
+  get_filename_component(lib_dir ${pc_dir} DIRECTORY)
+  run(${CXX_COMPILER} -std=c++17 ${sanitize_flags} ${CONSUMER_DIR}/main.cpp ${flags} -Wl,-rpath,${lib_dir}
+      -o ${WORK_DIR}/errshim_consumer)
   run(${WORK_DIR}/errshim_consumer)
 elseif(MODE STREQUAL "python")
   # Only what the prefix holds: no ERRSHIM_LIBRARY, no build tree on the path.

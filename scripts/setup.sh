@@ -11,7 +11,7 @@
 set -euo pipefail
 
 packages=(g++ cmake make pkg-config
-          libboost-regex-dev libfmt-dev libyaml-cpp-dev
+          libboost-regex-dev libfmt-dev libyaml-cpp-dev nlohmann-json3-dev
           libgtest-dev googletest libbenchmark-dev libcli11-dev python3)
 for arg in "$@"; do
   case "$arg" in

@@ -23,6 +23,7 @@
 #include <fmt/format.h>
 
 #include "errshim/catalog.hpp"
+#include "errshim/catalog_store.hpp"
 #include "errshim/config.hpp"
 #include "errshim/context.hpp"
 #include "errshim/fingerprint.hpp"
@@ -30,17 +31,21 @@
 #include "errshim/remediation.hpp"
 #include "errshim/render.hpp"
 #include "errshim/version.hpp"
+#include "json.hpp"
 #include "observer_internal.hpp"
 
 // The handles. They live outside any namespace because the C header declares
 // them as global incomplete structs.
 
 struct errshim_catalog {
-  // Adds are serialised; readers take `current` with an atomic load, so a
-  // diagnosis never waits for an add and never sees half of one.
+  // An add is a CatalogStore reload: built, compiled and linted before the
+  // swap, and a catalog that fails any of that leaves the current one in
+  // place. Adds are serialised; readers take the store's current catalog
+  // and never wait for an add nor see half of one.
+  explicit errshim_catalog(errshim::CatalogPtr initial) : store(std::move(initial)) {}
   std::mutex add_mutex;
   errshim::CatalogBuilder builder;  // every layer so far: an add rebuilds from all of them
-  std::shared_ptr<const errshim::Catalog> current;
+  errshim::CatalogStore store;
 };
 
 struct errshim_diagnosis {
@@ -162,7 +167,16 @@ std::vector<std::string> comma_list(const char* text) {
 
 std::shared_ptr<const errshim::Catalog> catalog_of(const errshim_catalog* c) {
   if (c == nullptr) return errshim::Catalog::embedded();
-  return std::atomic_load(&c->current);
+  return c->store.current();
+}
+
+// Swaps in `next` (the catalog's layers plus one) when it builds and lints
+// clean; else the catalog stays as it was and the problems are the error.
+errshim_status add_layer(errshim_catalog& catalog, errshim::CatalogBuilder next) {
+  const errshim::ReloadReport report = catalog.store.reload(next);
+  if (!report.ok()) throw errshim::catalog_error(report.problems);
+  catalog.builder = std::move(next);
+  return ERRSHIM_OK;
 }
 
 // Literals, so the pointers handed out are NUL-terminated and static.
@@ -238,13 +252,11 @@ errshim_status errshim_catalog_new(int with_embedded, errshim_catalog** out, cha
   if (out != nullptr) *out = nullptr;
   return boundary(error, [&] {
     require(out != nullptr, "errshim_catalog_new: out is NULL");
-    auto c = std::make_unique<errshim_catalog>();
-    if (with_embedded != 0) {
-      c->builder.add_embedded();
-      c->current = errshim::Catalog::embedded();  // built once per process; share it
-    } else {
-      c->current = c->builder.build();
-    }
+    errshim::CatalogBuilder builder;
+    if (with_embedded != 0) builder.add_embedded();
+    // The embedded catalog is built once per process: shared, not rebuilt.
+    auto c = std::make_unique<errshim_catalog>(with_embedded != 0 ? errshim::Catalog::embedded() : builder.build());
+    c->builder = std::move(builder);
     *out = c.release();
     return ERRSHIM_OK;
   });
@@ -257,10 +269,7 @@ errshim_status errshim_catalog_add_path(errshim_catalog* catalog, const char* pa
     const std::lock_guard<std::mutex> lock(catalog->add_mutex);
     errshim::CatalogBuilder next = catalog->builder;
     next.add_path(path);
-    std::shared_ptr<const errshim::Catalog> built = next.build();  // throws: the catalog stays as it was
-    catalog->builder = std::move(next);
-    std::atomic_store(&catalog->current, std::move(built));
-    return ERRSHIM_OK;
+    return add_layer(*catalog, std::move(next));
   });
 }
 
@@ -272,17 +281,13 @@ errshim_status errshim_catalog_add_yaml(errshim_catalog* catalog, const char* ya
     const std::lock_guard<std::mutex> lock(catalog->add_mutex);
     errshim::CatalogBuilder next = catalog->builder;
     next.add_yaml(std::string(text_of(yaml, length)), name != nullptr && *name != '\0' ? name : "<string>");
-    std::shared_ptr<const errshim::Catalog> built = next.build();
-    catalog->builder = std::move(next);
-    std::atomic_store(&catalog->current, std::move(built));
-    return ERRSHIM_OK;
+    return add_layer(*catalog, std::move(next));
   });
 }
 
 size_t errshim_catalog_size(const errshim_catalog* catalog) {
   if (catalog == nullptr) return 0;
-  const auto c = std::atomic_load(&catalog->current);
-  return c ? c->size() : 0;
+  return catalog->store.current()->size();
 }
 
 void errshim_catalog_free(errshim_catalog* catalog) { delete catalog; }
@@ -493,15 +498,22 @@ char* errshim_fix_json(const errshim_fix* fix) {
   if (fix == nullptr) return nullptr;
   try {
     const errshim::Entry* e = entry_of(&fix->diagnosis);
-    std::string out = fmt::format("{{\"applied\": {}, \"entry\": {}, ", fix->applied ? "true" : "false",
-                                  e != nullptr ? errshim::json_quote(e->id) : "null");
-    if (fix->applied)
-      out += fmt::format("\"step\": {}, \"safety\": {}, ", fix->step, errshim::json_quote(fix->safety));
+    std::string out;
+    errshim::detail::JsonWriter w(out);
+    w.begin_object().field("applied", fix->applied);
+    if (e != nullptr)
+      w.field("entry", e->id);
     else
-      out += "\"step\": null, \"safety\": null, ";
-    out += "\"changes\": " + errshim::to_json(fix->changes) + ", \"decisions\": [";
-    for (std::size_t i = 0; i < fix->decisions.size(); ++i) out += (i ? ", " : "") + fix->decisions[i].to_json();
-    return copy_string(out + "]}");
+      w.key("entry").null();
+    if (fix->applied)
+      w.field("step", fix->step).field("safety", fix->safety);
+    else
+      w.key("step").null().key("safety").null();
+    errshim::detail::write_json(w.key("changes"), fix->changes);
+    w.key("decisions").begin_array();
+    for (const errshim::Decision& d : fix->decisions) errshim::detail::write_json(w, d);
+    w.end_array().end_object();
+    return copy_string(out);
   } catch (...) {
     return nullptr;
   }

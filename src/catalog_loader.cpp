@@ -20,8 +20,8 @@
 #include <yaml-cpp/exceptions.h>
 #include <yaml-cpp/parser.h>
 
-#include "errshim/render.hpp"
 #include "fix_values.hpp"
+#include "json.hpp"
 #include "template.hpp"
 #include "vocabulary.hpp"
 #include "yaml_scalar.hpp"
@@ -788,39 +788,27 @@ std::vector<PreflightCondition> read_preflight(Reader& r, Node node) {
 }
 
 // An example config, kept as JSON text (ConfigTree reads it back).
-void append_json(Node node, std::string& out, int depth) {
+void append_json(Node node, detail::JsonWriter& w, int depth) {
   if (depth > kMaxNesting) return;  // the document builder bounds nesting already
   if (node.is_map()) {
-    out += '{';
-    bool first = true;
+    w.begin_object();
     for (const NodePair kv : node.pairs()) {
-      if (!first) out += ", ";
-      first = false;
-      out += json_quote(kv.first.scalar());
-      out += ": ";
-      append_json(kv.second, out, depth + 1);
+      w.key(kv.first.scalar());
+      append_json(kv.second, w, depth + 1);
     }
-    out += '}';
+    w.end_object();
   } else if (node.is_seq()) {
-    out += '[';
-    bool first = true;
-    for (const Node v : node.items()) {
-      if (!first) out += ", ";
-      first = false;
-      append_json(v, out, depth + 1);
-    }
-    out += ']';
+    w.begin_array();
+    for (const Node v : node.items()) append_json(v, w, depth + 1);
+    w.end_array();
   } else if (!node.is_scalar()) {
-    out += "null";
+    w.null();
   } else {
-    const Value v = to_value(node);
-    switch (v.type) {
-      case Value::Type::null: out += "null"; break;
-      case Value::Type::boolean: out += v.text; break;
-      case Value::Type::integer: out += v.text.front() == '+' ? v.text.substr(1) : v.text; break;
-      case Value::Type::number: out += fmt::format("{}", std::strtod(v.text.c_str(), nullptr)); break;
-      case Value::Type::string: out += json_quote(v.text); break;
-    }
+    Value v = to_value(node);
+    // YAML spellings JSON lacks: "+1", and floats such as ".5" or "1e3" in plain form.
+    if (v.type == Value::Type::integer && v.text.front() == '+') v.text.erase(0, 1);
+    if (v.type == Value::Type::number) v.text = fmt::format("{}", std::strtod(v.text.c_str(), nullptr));
+    detail::write_json(w, v);
   }
 }
 
@@ -849,7 +837,8 @@ std::vector<PreflightExample> read_preflight_examples(Reader& r, Node node) {
           r.problem(cfg, fmt::format("preflight example {} must be a mapping (the config's keys and values)", key));
           continue;
         }
-        append_json(cfg, *text, 0);
+        detail::JsonWriter w(*text);
+        append_json(cfg, w, 0);
       }
       if (!item["config"] && !item["model_config"] && !item["generation_config"])
         r.problem(item, "a preflight example needs a config: config, model_config or generation_config");

@@ -33,6 +33,7 @@
 
 #include "errshim/config.hpp"
 #include "chars.hpp"
+#include "json_writer.hpp"
 #include "utf8.hpp"
 #include "yaml_scalar.hpp"
 
@@ -455,29 +456,9 @@ void emit_yaml(YAML::Emitter& out, const YAML::Node& n) {
   }
 }
 
-void json_quote(std::string& out, std::string_view s) {
-  out += '"';
-  for (const char ch : s) {
-    switch (ch) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\b': out += "\\b"; break;
-      case '\f': out += "\\f"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
-      default:
-        if (static_cast<unsigned char>(ch) < 0x20)
-          out += fmt::format("\\u{:04x}", static_cast<unsigned>(static_cast<unsigned char>(ch)));
-        else
-          out += ch;  // UTF-8 passes through: JSON text is UTF-8
-    }
-  }
-  out += '"';
-}
-
 // The layout of Python's json.dump(indent=2), which writes transformers'
-// config files, so an untouched file comes back byte for byte.
+// config files, so an untouched file comes back byte for byte (strings are
+// quoted by the one rule, json_writer.hpp).
 void write_json(std::string& out, const YAML::Node& n, std::size_t depth) {
   const auto newline = [&](std::size_t d) {
     out += '\n';
@@ -495,7 +476,7 @@ void write_json(std::string& out, const YAML::Node& n, std::size_t depth) {
         if (!first) out += ',';
         first = false;
         newline(depth + 1);
-        json_quote(out, it->first.Scalar());  // Checker and set() make every key a scalar
+        detail::append_json_string(out, it->first.Scalar());  // Checker and set() make every key a scalar
         out += ": ";
         write_json(out, it->second, depth + 1);
       }
@@ -524,7 +505,7 @@ void write_json(std::string& out, const YAML::Node& n, std::size_t depth) {
       // Checker admits only JSON literals as plain scalars, and set()
       // quotes every string it writes into a JSON document.
       if (n.Tag() == "!")
-        json_quote(out, n.Scalar());
+        detail::append_json_string(out, n.Scalar());
       else
         out += n.Scalar();
       return;
@@ -1141,30 +1122,28 @@ class Splicer {
   }
 
   // JSON on one line, `{"a": 1, "b": [1, 2]}`.
-  static void compact_json(std::string& out, const YAML::Node& n) {
+  static void compact_json(detail::JsonWriter& w, const YAML::Node& n) {
     if (n.IsMap()) {
-      out += '{';
+      w.begin_object();
       for (auto it = n.begin(); it != n.end(); ++it) {
-        if (it != n.begin()) out += ", ";
-        json_quote(out, it->first.Scalar());
-        out += ": ";
-        compact_json(out, it->second);
+        w.key(it->first.Scalar());
+        compact_json(w, it->second);
       }
-      out += '}';
+      w.end_object();
     } else if (n.IsSequence()) {
-      out += '[';
-      for (std::size_t i = 0; i < n.size(); ++i) {
-        if (i) out += ", ";
-        compact_json(out, n[i]);
-      }
-      out += ']';
+      w.begin_array();
+      for (std::size_t i = 0; i < n.size(); ++i) compact_json(w, n[i]);
+      w.end_array();
     } else {
-      write_json(out, n, 0);
+      std::string scalar;
+      write_json(scalar, n, 0);
+      w.raw(scalar);
     }
   }
   std::string json_text(const YAML::Node& n) const {
     std::string out;
-    compact_json(out, n);
+    detail::JsonWriter w(out);
+    compact_json(w, n);
     return out;
   }
   std::string flow_text(const YAML::Node& n) const {

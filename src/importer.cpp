@@ -6,6 +6,7 @@
 
 #include <boost/regex.hpp>
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 #include <yaml-cpp/yaml.h>
 
 #include "errshim/catalog.hpp"
@@ -81,31 +82,46 @@ bool clean_text(std::string_view s) {
   return detail::valid_utf8(s);
 }
 
-std::string text(const YAML::Node& rec, const RecordRef& r, const char* field, bool required = true) {
-  const YAML::Node n = rec[field];
-  if (!n || n.IsNull()) {
+using Json = nlohmann::json;
+
+// The member `field` of a record, or null when it is absent.
+const Json& member(const Json& rec, const char* field) {
+  static const Json absent;
+  const auto it = rec.find(field);
+  return it == rec.end() ? absent : *it;
+}
+
+bool is_scalar(const Json& n) { return n.is_string() || n.is_number() || n.is_boolean(); }
+
+// A scalar as the record spells it: a string's text, a number's digits.
+std::string scalar_text(const Json& n) { return n.is_string() ? n.get<std::string>() : n.dump(); }
+
+std::string text(const Json& rec, const RecordRef& r, const char* field, bool required = true) {
+  const Json& n = member(rec, field);
+  if (n.is_null()) {
     if (required) fail(r, field, "missing; it is required");
     return {};
   }
-  if (!n.IsScalar()) fail(r, field, "must be a string");
-  if (required && n.Scalar().empty()) fail(r, field, "must not be empty");
-  if (!clean_text(n.Scalar())) fail(r, field, "is not valid UTF-8 text (or holds control characters)");
-  return n.Scalar();
+  if (!is_scalar(n)) fail(r, field, "must be a string");
+  const std::string s = scalar_text(n);
+  if (required && s.empty()) fail(r, field, "must not be empty");
+  if (!clean_text(s)) fail(r, field, "is not valid UTF-8 text (or holds control characters)");
+  return s;
 }
 
-std::vector<std::string> texts(const YAML::Node& rec, const RecordRef& r, const char* field, bool required) {
+std::vector<std::string> texts(const Json& rec, const RecordRef& r, const char* field, bool required) {
   std::vector<std::string> out;
-  const YAML::Node n = rec[field];
-  if (!n || n.IsNull()) {
+  const Json& n = member(rec, field);
+  if (n.is_null()) {
     if (required) fail(r, field, "missing; it is required (a list of strings)");
     return out;
   }
-  if (!n.IsSequence()) fail(r, field, "must be a list of strings");
+  if (!n.is_array()) fail(r, field, "must be a list of strings");
   for (std::size_t i = 0; i < n.size(); ++i) {
-    if (!n[i].IsScalar()) fail(r, fmt::format("{}[{}]", field, i), "must be a string");
-    if (n[i].Scalar().empty() || !clean_text(n[i].Scalar()))
-      fail(r, fmt::format("{}[{}]", field, i), "must be non-empty, valid UTF-8 text");
-    out.push_back(n[i].Scalar());
+    if (!is_scalar(n[i])) fail(r, fmt::format("{}[{}]", field, i), "must be a string");
+    const std::string s = scalar_text(n[i]);
+    if (s.empty() || !clean_text(s)) fail(r, fmt::format("{}[{}]", field, i), "must be non-empty, valid UTF-8 text");
+    out.push_back(s);
   }
   if (required && out.empty()) fail(r, field, "must list at least one entry");
   return out;
@@ -147,10 +163,10 @@ std::string severity_of(const std::string& s) {
   return "error";
 }
 
-void emit_entry(YAML::Emitter& out, const YAML::Node& rec, const RecordRef& ref, std::vector<std::string>& seen_ids) {
-  if (!rec.IsMap()) fail(ref, "record", "must be a JSON object");
-  if (const YAML::Node v = rec["schemaVersion"]; v && v.IsScalar() && v.Scalar() != "2")
-    fail(ref, "schemaVersion", fmt::format("is {}; this importer reads schemaVersion 2", v.Scalar()));
+void emit_entry(YAML::Emitter& out, const Json& rec, const RecordRef& ref, std::vector<std::string>& seen_ids) {
+  if (!rec.is_object()) fail(ref, "record", "must be a JSON object");
+  if (const Json& v = member(rec, "schemaVersion"); is_scalar(v) && scalar_text(v) != "2")
+    fail(ref, "schemaVersion", fmt::format("is {}; this importer reads schemaVersion 2", scalar_text(v)));
 
   const std::string repo = text(rec, ref, "repo");
   const std::string message = text(rec, ref, "errorMessage");
@@ -164,12 +180,19 @@ void emit_entry(YAML::Emitter& out, const YAML::Node& rec, const RecordRef& ref,
   const std::string example_fix = text(rec, ref, "exampleFix", false);
   const std::string url = text(rec, ref, "githubUrl", false);
   int line = 0;
-  if (const YAML::Node n = rec["lineNumber"]; n && !n.IsNull()) {
+  if (const Json& n = member(rec, "lineNumber"); !n.is_null()) {
+    // A whole number, or a string that spells one.
+    const std::string spelled = is_scalar(n) ? scalar_text(n) : "?";
+    std::size_t used = 0;
+    long long v = 0;
     try {
-      line = n.as<int>();
-    } catch (const YAML::Exception&) {
-      fail(ref, "lineNumber", fmt::format("expected a whole number, got '{}'", n.IsScalar() ? n.Scalar() : "?"));
+      v = std::stoll(spelled, &used);
+    } catch (const std::exception&) {
+      used = 0;
     }
+    if (n.is_boolean() || n.is_number_float() || used == 0 || used != spelled.size() || v > (1LL << 30))
+      fail(ref, "lineNumber", fmt::format("expected a whole number, got '{}'", spelled));
+    line = static_cast<int>(v);
     if (line <= 0) fail(ref, "lineNumber", fmt::format("must be positive, got {}", line));
   }
 
@@ -190,7 +213,7 @@ void emit_entry(YAML::Emitter& out, const YAML::Node& rec, const RecordRef& ref,
   }
 
   const std::string library = slug_of(repo.substr(repo.find('/') == std::string::npos ? 0 : repo.find('/') + 1));
-  std::string id = fmt::format("{}.imported.{}", library, slug_of(rec["slug"] && rec["slug"].IsScalar() ? rec["slug"].Scalar() : message));
+  std::string id = fmt::format("{}.imported.{}", library, slug_of(is_scalar(member(rec, "slug")) ? scalar_text(member(rec, "slug")) : message));
   for (int n = 2; std::find(seen_ids.begin(), seen_ids.end(), id) != seen_ids.end(); ++n)
     id = fmt::format("{}.imported.{}-{}", library, slug_of(message), n);
   seen_ids.push_back(id);
@@ -230,13 +253,22 @@ void emit_entry(YAML::Emitter& out, const YAML::Node& rec, const RecordRef& ref,
 
 // The records of an input: a record, a {"record": ...} wrapper, an array of
 // either, or JSON lines.
-std::vector<YAML::Node> records_of(std::string_view json, const std::string& name) {
-  std::vector<YAML::Node> docs;
+std::vector<Json> records_of(std::string_view json, const std::string& name) {
+  std::vector<Json> docs;
   auto parse = [&](std::string_view text, std::size_t line) {
     try {
-      docs.push_back(YAML::Load(std::string(text)));
-    } catch (const YAML::Exception& e) {
-      throw import_error(fmt::format("{}:{}:{}: not valid JSON: {}", name, line + e.mark.line + 1, e.mark.column + 1, e.msg));
+      docs.push_back(Json::parse(text.begin(), text.end()));
+    } catch (const Json::parse_error& e) {
+      // parse_error's byte: how many bytes were read, up to the end of the
+      // offending token; the message gives that byte's line:column.
+      const std::size_t at = std::min<std::size_t>(e.byte > 0 ? e.byte - 1 : 0, text.size());
+      const std::string_view before = text.substr(0, at);
+      const auto row = static_cast<std::size_t>(std::count(before.begin(), before.end(), '\n'));
+      const std::size_t nl = before.rfind('\n');
+      const std::size_t column = nl == std::string_view::npos ? at + 1 : at - nl;
+      std::string what = e.what();
+      if (const std::size_t colon = what.find(": syntax error"); colon != std::string::npos) what.erase(0, colon + 2);
+      throw import_error(fmt::format("{}:{}:{}: not valid JSON: {}", name, line + row + 1, column, what));
     }
   };
   const std::size_t first = json.find_first_not_of(" \t\r\n");
@@ -266,15 +298,15 @@ std::vector<YAML::Node> records_of(std::string_view json, const std::string& nam
   } else {
     parse(json, 0);
   }
-  std::vector<YAML::Node> out;
-  for (const YAML::Node& d : docs) {
-    if (d.IsSequence())
-      for (const auto& item : d) out.push_back(item);
+  std::vector<Json> out;
+  for (Json& d : docs) {
+    if (d.is_array())
+      for (Json& item : d) out.push_back(std::move(item));
     else
-      out.push_back(d);
+      out.push_back(std::move(d));
   }
-  for (YAML::Node& n : out)
-    if (n.IsMap() && n["record"] && n["record"].IsMap()) n = n["record"];
+  for (Json& n : out)
+    if (n.is_object() && member(n, "record").is_object()) n = Json(member(n, "record"));
   (void)lines;
   return out;
 }
@@ -282,7 +314,7 @@ std::vector<YAML::Node> records_of(std::string_view json, const std::string& nam
 }  // namespace
 
 std::string import_records(std::string_view json, const std::string& name) {
-  const std::vector<YAML::Node> records = records_of(json, name);
+  const std::vector<Json> records = records_of(json, name);
   YAML::Emitter out;
   out << YAML::Comment(detail::escape_controls(fmt::format("Imported by errshim import from {}. The cause, trigger and remediation "
                                                 "text is the error database's (imported: true), not errshim's.",
@@ -292,8 +324,8 @@ std::string import_records(std::string_view json, const std::string& name) {
   out << YAML::Key << "entries" << YAML::Value << YAML::BeginSeq;
   std::vector<std::string> ids;
   for (std::size_t i = 0; i < records.size(); ++i) {
-    const YAML::Node& rec = records[i];
-    RecordRef ref{name, i, rec.IsMap() && rec["id"] && rec["id"].IsScalar() ? rec["id"].Scalar() : ""};
+    const Json& rec = records[i];
+    RecordRef ref{name, i, rec.is_object() && is_scalar(member(rec, "id")) ? scalar_text(member(rec, "id")) : ""};
     // Each converted entry is loaded back before it is accepted, so what the
     // importer writes is always a catalog errshim can use.
     std::vector<std::string> probe_ids = ids;

@@ -11,6 +11,7 @@
 #include "errshim/normalize.hpp"
 #include "errshim/render.hpp"
 #include "fix_values.hpp"
+#include "json.hpp"
 #include "vocabulary.hpp"
 #include "observer_internal.hpp"
 #include "error_internal.hpp"
@@ -65,28 +66,9 @@ Mode Policy::mode_for(std::string_view entry_id) const {
 
 namespace {
 
-std::string value_json(const std::optional<Value>& v) {
-  if (!v) return "null";
-  switch (v->type) {
-    case Value::Type::string: return json_quote(v->text);
-    case Value::Type::null: return "null";
-    default: return v->text;
-  }
-}
-
 std::string value_text(const std::optional<Value>& v) {
   if (!v) return "(absent)";
-  return v->type == Value::Type::string ? json_quote(v->text) : (v->type == Value::Type::null ? "null" : v->text);
-}
-
-std::string iso_time(std::chrono::system_clock::time_point t) {
-  const std::time_t secs = std::chrono::system_clock::to_time_t(t);
-  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(t.time_since_epoch()).count() % 1000;
-  std::tm tm{};
-  gmtime_r(&secs, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &tm);
-  return fmt::format("{}.{:03}Z", buf, ms);
+  return v->type == Value::Type::string ? detail::json_quote(v->text) : (v->type == Value::Type::null ? "null" : v->text);
 }
 
 // Whether a key named in a policy list ("dtype", "generation_config.dtype")
@@ -420,16 +402,9 @@ FixChoice choose(const Diagnosis& d, ConfigAccess& scratch, const Policy& policy
 
 }  // namespace
 
-std::string to_json(const Change& c) {
-  return fmt::format("{{\"path\": {}, \"before\": {}, \"after\": {}, \"created\": {}}}", json_quote(to_string(c.path)),
-                     value_json(c.before), value_json(c.after), c.created ? "true" : "false");
-}
+std::string to_json(const Change& c) { return detail::json_of(c); }
 
-std::string to_json(const std::vector<Change>& changes) {
-  std::string out = "[";
-  for (std::size_t i = 0; i < changes.size(); ++i) out += (i ? ", " : "") + to_json(changes[i]);
-  return out + "]";
-}
+std::string to_json(const std::vector<Change>& changes) { return detail::json_of(changes); }
 
 Value resolve_value(const Value& value, const Diagnosis& d) {
   if (value.type != Value::Type::string || value.text.find('{') == std::string::npos) return value;
@@ -534,29 +509,7 @@ FixChoice choose_fix(const Diagnosis& diagnosis, ConfigAccess& scratch, const Po
   return choose(diagnosis, scratch, policy, skip);
 }
 
-std::string Decision::to_json() const {
-  std::string out = fmt::format("{{\"time\": \"{}\", \"attempt\": {}, \"entry\": {}, \"step\": {}, ", iso_time(time),
-                                attempt, json_quote(entry_id), step ? std::to_string(*step) : "null");
-  if (fix) {
-    std::vector<std::string> parts;
-    for (const auto& [k, v] : fix->set) parts.push_back(fmt::format("{}: {}", json_quote(k), value_json(v)));
-    for (const auto& [k, v] : fix->requires_set) parts.push_back(fmt::format("{}: {}", json_quote(k), value_json(v)));
-    out += fmt::format("\"fix\": {{\"set\": {{{}}}", fmt::join(parts, ", "));
-    if (!fix->remove.empty()) {
-      std::vector<std::string> quoted;
-      for (const auto& k : fix->remove) quoted.push_back(json_quote(k));
-      out += fmt::format(", \"remove\": [{}]", fmt::join(quoted, ", "));
-    }
-    if (!fix->action.empty()) out += fmt::format(", \"action\": {}", json_quote(fix->action));
-    out += fmt::format("}}, \"safety\": \"{}\", ", to_string(fix->safety));
-  } else {
-    out += "\"fix\": null, \"safety\": null, ";
-  }
-  out += fmt::format("\"mode\": \"{}\", \"outcome\": \"{}\", \"reason\": {}, \"changes\": ", to_string(mode),
-                     to_string(outcome), json_quote(reason));
-  out += errshim::to_json(changes);
-  return out + "}";
-}
+std::string Decision::to_json() const { return detail::json_of(*this); }
 
 std::vector<Change> RemediationReport::applied_changes() const {
   std::vector<Change> all;
@@ -566,9 +519,12 @@ std::vector<Change> RemediationReport::applied_changes() const {
 }
 
 std::string RemediationReport::to_json() const {
-  std::string out = fmt::format("{{\"calls\": {}, \"decisions\": [", calls);
-  for (std::size_t i = 0; i < decisions.size(); ++i) out += (i ? ", " : "") + decisions[i].to_json();
-  return out + "]}";
+  std::string out;
+  detail::JsonWriter w(out);
+  w.begin_object().field("calls", calls).key("decisions").begin_array();
+  for (const Decision& d : decisions) detail::write_json(w, d);
+  w.end_array().end_object();
+  return out;
 }
 
 remediation_error::remediation_error(Diagnosis diagnosis, RemediationReport report, std::string summary)

@@ -9,6 +9,7 @@
 #include "errshim/catalog.hpp"
 #include "errshim/raise_site.hpp"
 #include "escape.hpp"
+#include "json.hpp"
 #include "text.hpp"
 #include "text_wrap.hpp"
 #include "utf8.hpp"
@@ -23,47 +24,10 @@ using detail::wrap;
 
 std::string_view safety_name(Safety s) { return to_string(s); }
 
-std::string value_json(const Value& v) {
-  switch (v.type) {
-    case Value::Type::null: return "null";
-    case Value::Type::boolean:
-    case Value::Type::integer:
-    case Value::Type::number: return v.text;
-    case Value::Type::string: return json_quote(v.text);
-  }
-  return "null";
-}
-
-std::string assignments_json(const std::vector<std::pair<std::string, Value>>& kv) {
-  std::string out = "{";
-  for (std::size_t i = 0; i < kv.size(); ++i)
-    out += fmt::format("{}{}: {}", i ? ", " : "", json_quote(kv[i].first), value_json(kv[i].second));
-  return out + "}";
-}
-
-std::string fix_json(const Fix& f) {
-  std::string out = "{";
-  auto field = [&](std::string_view key, const std::string& value) {
-    out += fmt::format("{}\"{}\": {}", out.size() > 1 ? ", " : "", key, value);
-  };
-  if (!f.set.empty()) field("set", assignments_json(f.set));
-  if (!f.remove.empty()) {
-    std::string list = "[";
-    for (std::size_t i = 0; i < f.remove.size(); ++i) list += (i ? ", " : "") + json_quote(f.remove[i]);
-    field("remove", list + "]");
-  }
-  if (!f.action.empty()) field("action", json_quote(f.action));
-  if (!f.requires_set.empty()) field("requires", assignments_json(f.requires_set));
-  if (!f.conflicts.empty()) field("conflicts", assignments_json(f.conflicts));
-  field("safety", json_quote(safety_name(f.safety)));
-  if (!f.reason.empty()) field("reason", json_quote(fold_prose(f.reason)));
-  return out + "}";
-}
-
 std::string fix_changes(const Fix& f) {
   std::vector<std::string> parts;
-  for (const auto& [k, v] : f.set) parts.push_back(fmt::format("set {}={}", k, v.type == Value::Type::string ? json_quote(v.text) : v.text));
-  for (const auto& [k, v] : f.requires_set) parts.push_back(fmt::format("set {}={}", k, v.type == Value::Type::string ? json_quote(v.text) : v.text));
+  for (const auto& [k, v] : f.set) parts.push_back(fmt::format("set {}={}", k, v.type == Value::Type::string ? detail::json_quote(v.text) : v.text));
+  for (const auto& [k, v] : f.requires_set) parts.push_back(fmt::format("set {}={}", k, v.type == Value::Type::string ? detail::json_quote(v.text) : v.text));
   for (const auto& k : f.remove) parts.push_back(fmt::format("remove {}", k));
   if (!f.action.empty()) parts.push_back(fmt::format("action {}", f.action));
   return fmt::format("{}", fmt::join(parts, ", "));
@@ -93,47 +57,6 @@ std::string pin_text(const SourcePin& p) {
 
 }  // namespace
 
-std::string json_quote(std::string_view s) {
-  std::string out;
-  out.reserve(s.size() + 2);
-  out += '"';
-  for (std::size_t i = 0; i < s.size();) {
-    // A run of printable ASCII other than '"' and '\\' is copied whole (log
-    // blocks are mostly that; byte by byte, quoting dominated `scan --json`).
-    std::size_t j = i;
-    while (j < s.size() && s[j] >= 0x20 && s[j] < 0x7F && s[j] != '"' && s[j] != '\\') ++j;
-    if (j > i) {
-      out.append(s.data() + i, j - i);
-      i = j;
-      continue;
-    }
-    const unsigned char c = static_cast<unsigned char>(s[i]);
-    switch (c) {
-      case '"': out += "\\\""; ++i; continue;
-      case '\\': out += "\\\\"; ++i; continue;
-      case '\n': out += "\\n"; ++i; continue;
-      case '\r': out += "\\r"; ++i; continue;
-      case '\t': out += "\\t"; ++i; continue;
-      default: break;
-    }
-    if (c < 0x20 || c == 0x7F) {
-      out += fmt::format("\\u{:04x}", c);
-      ++i;
-      continue;
-    }
-    const std::size_t n = detail::utf8_sequence_length(s, i);
-    if (n == 0) {
-      out += "\xEF\xBF\xBD";  // U+FFFD for a byte that is not valid UTF-8
-      ++i;
-    } else {
-      out.append(s.substr(i, n));
-      i += n;
-    }
-  }
-  out += '"';
-  return out;
-}
-
 std::string to_text(const Diagnosis& d) {
   if (!d.entry) return "no diagnosis";
   const Entry& e = *d.entry;
@@ -158,48 +81,15 @@ std::string to_text(const Diagnosis& d) {
   return out;
 }
 
-std::string to_json(const SourcePin& p) {
-  return fmt::format("{{\"repo\": {}, \"path\": {}, \"line\": {}, \"commit\": {}, \"symbol\": {}, \"url\": {}}}",
-                     json_quote(p.repo), json_quote(p.path), p.line, json_quote(p.commit), json_quote(p.symbol),
-                     json_quote(source_url(p)));
-}
+std::string to_json(const SourcePin& p) { return detail::json_of(p); }
 
-std::string to_json(const Diagnosis& d) {
-  if (!d.entry) return unmatched_json();
-  const Entry& e = *d.entry;
-  std::string out = fmt::format("{{\"matched\": true, \"id\": {}, ", json_quote(e.id));
-  out += fmt::format("\"source\": {}, \"also_at\": [", to_json(e.source));
-  for (std::size_t i = 0; i < e.also_at.size(); ++i) out += (i ? ", " : "") + to_json(e.also_at[i]);
-  out += "], ";
-  // Where the message says it was raised, and which pin that confirms.
-  const SiteResolution site = resolve_site(d);
-  if (!site.stated.empty()) {
-    const StatedSite& s = site.stated.front();
-    out += fmt::format("\"raised_at\": {{\"library\": {}, \"path\": {}, \"line\": {}, \"function\": {}, "
-                       "\"form\": {}}}, ",
-                       json_quote(s.library), json_quote(s.path), s.line, json_quote(s.function), json_quote(s.form));
-  }
-  if (site.pin)
-    out += fmt::format("\"site\": {{\"pin\": {}, \"fit\": \"{}\"}}, ", to_json(*site.pin),
-                       site.fit == SiteFit::line ? "line" : "file");
-  out += fmt::format("\"library\": {}, \"error_class\": {}, \"kind\": {}, \"severity\": {}, ", json_quote(e.library),
-                     json_quote(e.error_class), json_quote(e.kind), json_quote(e.severity));
-  out += fmt::format("\"cause\": {}, \"trigger\": {}, \"remediation\": [", json_quote(fold_prose(e.cause)),
-                     json_quote(fold_prose(e.trigger)));
-  for (std::size_t i = 0; i < e.remediation.size(); ++i) {
-    const Remediation& r = e.remediation[i];
-    out += fmt::format("{}{{\"step\": {}, \"text\": {}", i ? ", " : "", i, json_quote(fold_prose(r.text)));
-    if (r.fix) out += fmt::format(", \"fix\": {}", fix_json(*r.fix));
-    out += "}";
-  }
-  out += "], \"captures\": {";
-  for (std::size_t i = 0; i < d.captures.size(); ++i)
-    out += fmt::format("{}{}: {}", i ? ", " : "", json_quote(d.captures[i].name), json_quote(d.captures[i].value));
-  out += fmt::format("}}, \"message\": {}, \"exception_class\": {}}}", json_quote(d.segment), json_quote(d.exception_class));
+std::string to_json(const Diagnosis& d) { return detail::json_of(d); }
+
+std::string unmatched_json() {
+  std::string out;
+  detail::JsonWriter(out).begin_object().field("matched", false).end_object();
   return out;
 }
-
-std::string unmatched_json() { return "{\"matched\": false}"; }
 
 std::string source_url(const SourcePin& p) {
   std::string url = fmt::format("https://github.com/{}/blob/{}/{}", p.repo, p.commit.empty() ? "HEAD" : p.commit, p.path);

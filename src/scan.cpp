@@ -43,6 +43,7 @@
 #include "errshim/catalog.hpp"
 #include "chars.hpp"
 #include "escape.hpp"
+#include "json.hpp"
 #include "log_line.hpp"
 #include "scan_candidates.hpp"
 #include "scan_detail.hpp"
@@ -1128,23 +1129,7 @@ ScanStats detail::scan_file_parts(const std::string& path, const Catalog& catalo
   return scan(in, path, catalog, visit, options);
 }
 
-std::string to_json(const ScanBlock& b) {
-  std::string out;
-  if (b.diagnosis) {
-    out = to_json(*b.diagnosis);
-    out.pop_back();  // the closing brace: the block's fields go inside the same object
-  } else {
-    out = "{\"matched\": false";
-  }
-  out += fmt::format(", \"file\": {}, \"line\": {}, \"lines\": {}, \"kind\": \"{}\"", json_quote(b.file), b.line,
-                     b.lines, to_string(b.kind));
-  if (!b.diagnosis) {
-    const Fingerprint f = fingerprint(b.text);
-    out += fmt::format(", \"fingerprint\": \"{}\", \"template\": {}, \"text\": {}", f.id, json_quote(f.text),
-                       json_quote(b.text));
-  }
-  return out + "}";
-}
+std::string to_json(const ScanBlock& b) { return detail::json_of(b); }
 
 // ------------------------------------------------------------ the summary
 

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -43,6 +44,9 @@ struct Str {
   ~Str() { errshim_string_free(p); }
   std::string str() const { return p != nullptr ? p : "<null>"; }
 };
+
+// The C API lints a layer before it swaps it in: these entries lint clean.
+using errshim::testing::captured_entry_yaml;
 
 TEST(CApi, VersionAndStatusNames) {
   EXPECT_STREQ(errshim_version(), ERRSHIM_VERSION_STRING);
@@ -156,7 +160,8 @@ TEST(CApi, CatalogLayers) {
   EXPECT_EQ(errshim_catalog_size(c.p), 0u);
 
   const std::string mine = errshim::testing::file_yaml(
-      errshim::testing::entry_yaml("test.capi.custom", "the flux capacitor is at {level} percent"));
+      captured_entry_yaml("test.capi.custom", "the flux capacitor is at {level} percent",
+                     "the flux capacitor is at 88 percent", "{level: '88'}"));
   Str err;
   ASSERT_EQ(errshim_catalog_add_yaml(c.p, mine.data(), mine.size(), "mine.yaml", &err.p), ERRSHIM_OK) << err.str();
   EXPECT_EQ(errshim_catalog_size(c.p), 1u);
@@ -190,6 +195,36 @@ TEST(CApi, CatalogLayers) {
   EXPECT_NE(err4.str().find("/nonexistent/errshim"), std::string::npos) << err4.str();
 }
 
+TEST(CApi, AddRefusesALayerThatBuildsButDoesNotLintCleanAndKeepsTheOldCatalog) {
+  // The add goes through CatalogStore: compiled and linted before the swap.
+  // This layer builds (add_yaml loads it), but lint finds a pattern that may
+  // backtrack catastrophically, so the catalog must stay as it was.
+  Cat c;
+  ASSERT_EQ(errshim_catalog_new(0, &c.p, nullptr), ERRSHIM_OK);
+  const std::string base = errshim::testing::file_yaml(
+      captured_entry_yaml("test.capi.kept", "the flux capacitor is at {level} percent",
+                     "the flux capacitor is at 88 percent", "{level: '88'}"));
+  ASSERT_EQ(errshim_catalog_add_yaml(c.p, base.data(), base.size(), "base.yaml", nullptr), ERRSHIM_OK);
+  const std::string risky = errshim::testing::file_yaml(errshim::testing::risky_entry_yaml("test.capi.slow"));
+  Str err;
+  EXPECT_EQ(errshim_catalog_add_yaml(c.p, risky.data(), risky.size(), "risky.yaml", &err.p), ERRSHIM_CATALOG_ERROR);
+  EXPECT_NE(err.str().find("risky.yaml:5:5: entry 'test.capi.slow': pattern may backtrack catastrophically"),
+            std::string::npos)
+      << err.str();
+  EXPECT_EQ(errshim_catalog_size(c.p), 1u);
+  Diag d;
+  ASSERT_EQ(errshim_diagnose(c.p, "the flux capacitor is at 88 percent", ERRSHIM_NUL_TERMINATED, nullptr, &d.p, nullptr),
+            ERRSHIM_OK);
+  EXPECT_STREQ(errshim_diagnosis_id(d.p), "test.capi.kept");
+  Diag slow;
+  EXPECT_EQ(errshim_diagnose(c.p, "slow a b", ERRSHIM_NUL_TERMINATED, nullptr, &slow.p, nullptr), ERRSHIM_NO_MATCH);
+
+  // A later good layer still adds to the kept catalog, not to the refused one.
+  const std::string more = errshim::testing::file_yaml(captured_entry_yaml("test.capi.more", "more {x} here", "more 1 here", "{x: '1'}"));
+  ASSERT_EQ(errshim_catalog_add_yaml(c.p, more.data(), more.size(), "more.yaml", nullptr), ERRSHIM_OK);
+  EXPECT_EQ(errshim_catalog_size(c.p), 2u);
+}
+
 TEST(CApi, LoadsACatalogSnapshotByPath) {
   // A snapshot written by `errshim snapshot` (here by the C++ API) loads
   // through add_path like a YAML file; a damaged one is refused by name.
@@ -198,7 +233,7 @@ TEST(CApi, LoadsACatalogSnapshotByPath) {
   using errshim::testing::entry_yaml;
   using errshim::testing::file_yaml;
   const std::string bytes =
-      errshim::testing::catalog_from(file_yaml(entry_yaml("test.capi.snap", "snapshot entry {n} here")))->snapshot();
+      errshim::testing::catalog_from(file_yaml(captured_entry_yaml("test.capi.snap", "snapshot entry {n} here", "snapshot entry 1 here", "{n: '1'}")))->snapshot();
   auto write = [](const std::string& path, const std::string& data) {
     std::FILE* f = std::fopen(path.c_str(), "wb");
     ASSERT_NE(f, nullptr) << path;
@@ -229,12 +264,25 @@ TEST(CApi, LoadsACatalogSnapshotByPath) {
 TEST(CApi, ContextPicksTheScopedEntry) {
   Cat c;
   ASSERT_EQ(errshim_catalog_new(0, &c.p, nullptr), ERRSHIM_OK);
-  const std::string scoped = errshim::testing::file_yaml(
-      errshim::testing::entry_yaml("lib.cache.old", "quantized cache unsupported",
-                                   "    applies_to: {transformers: '<4.54'}\n") +
-      errshim::testing::entry_yaml("lib.cache.new", "quantized cache unsupported",
-                                   "    applies_to: {transformers: '>=4.54'}\n"));
-  ASSERT_EQ(errshim_catalog_add_yaml(c.p, scoped.data(), scoped.size(), "scoped.yaml", nullptr), ERRSHIM_OK);
+  // Each example names the context it is for: without one, lint finds one entry shadowing the other.
+  std::string entries;
+  for (const auto& [id, range, version] : {std::tuple<const char*, const char*, const char*>{"old", "<4.54", "4.50"},
+                                           {"new", ">=4.54", "4.57"}})
+    entries += std::string("  - id: lib.cache.") + id + "\n"
+               "    template: 'quantized cache unsupported'\n"
+               "    applies_to: {transformers: '" + range + "'}\n"
+               "    source: {path: lib/cache.py, line: 1}\n"
+               "    error_class: ValueError\n"
+               "    kind: unsupported-feature\n"
+               "    cause: c\n"
+               "    trigger: t\n"
+               "    remediation:\n"
+               "      - text: r\n"
+               "    examples:\n"
+               "      match: [{text: 'quantized cache unsupported', context: {transformers: '" + version + "'}}]\n";
+  const std::string scoped = errshim::testing::file_yaml(entries);
+  Str err;
+  ASSERT_EQ(errshim_catalog_add_yaml(c.p, scoped.data(), scoped.size(), "scoped.yaml", &err.p), ERRSHIM_OK) << err.str();
   for (const auto& [context, id] : {std::pair<const char*, const char*>{"transformers=4.57,device=metal", "lib.cache.new"},
                                     {"transformers=4.50", "lib.cache.old"}}) {
     Diag d;
@@ -258,7 +306,8 @@ TEST(CApi, DiagnoseWhileAnotherThreadAddsLayers) {
   Cat c;
   ASSERT_EQ(errshim_catalog_new(0, &c.p, nullptr), ERRSHIM_OK);
   const std::string base = errshim::testing::file_yaml(
-      errshim::testing::entry_yaml("test.capi.base", "the flux capacitor is at {level} percent"));
+      captured_entry_yaml("test.capi.base", "the flux capacitor is at {level} percent",
+                     "the flux capacitor is at 88 percent", "{level: '88'}"));
   ASSERT_EQ(errshim_catalog_add_yaml(c.p, base.data(), base.size(), nullptr, nullptr), ERRSHIM_OK);
   std::atomic<bool> done{false};
   std::atomic<int> wrong{0};
@@ -277,7 +326,8 @@ TEST(CApi, DiagnoseWhileAnotherThreadAddsLayers) {
   }
   for (int i = 0; i < 20; ++i) {
     const std::string layer = errshim::testing::file_yaml(
-        errshim::testing::entry_yaml("test.capi.layer" + std::to_string(i), "layer " + std::to_string(i) + " {x}"));
+        captured_entry_yaml("test.capi.layer" + std::to_string(i), "layer " + std::to_string(i) + " {x}",
+                       "layer " + std::to_string(i) + " 1", "{x: '1'}"));
     EXPECT_EQ(errshim_catalog_add_yaml(c.p, layer.data(), layer.size(), nullptr, nullptr), ERRSHIM_OK);
   }
   done = true;

@@ -70,16 +70,7 @@ INSTANTIATE_TEST_SUITE_P(Catalog, ShippedNearMiss, ::testing::ValuesIn(template_
 
 // ------------------------------------------------- user catalogs from a path
 
-const std::string kRisky = testing::file_yaml(
-    "  - id: user.slow\n"
-    "    pattern: '^(\\w+\\s?)+$'\n"
-    "    source: {path: s.rs, line: 1}\n"
-    "    error_class: E\n"
-    "    kind: validation\n"
-    "    cause: c\n"
-    "    trigger: t\n"
-    "    remediation: [{text: r}]\n"
-    "    examples: {match: ['slow a b']}\n");
+const std::string kRisky = testing::file_yaml(testing::risky_entry_yaml("user.slow"));
 
 std::filesystem::path write_risky() {
   const auto path = std::filesystem::temp_directory_path() / ("errshim_risky_" + std::to_string(::getpid()) + ".yaml");

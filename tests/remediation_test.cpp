@@ -634,7 +634,9 @@ TEST(Remediate, AuditCallbackAndMetrics) {
   remediate(ConfigTree::parse("kv_cache_enabled: true\n"), build_metavoice, p, *catalog());
   ASSERT_EQ(audit.size(), 2u);
   for (const char* field : {"\"time\": \"", "\"attempt\": 1", "\"entry\": \"t.kv\"", "\"step\": 0",
-                            "\"fix\": {\"set\": {\"kv_cache_enabled\": false}}", "\"safety\": \"slower\"",
+                            // the fix in the one shape a diagnosis writes it in (json.hpp)
+                            "\"fix\": {\"set\": {\"kv_cache_enabled\": false}, \"safety\": \"slower\", "
+                            "\"reason\": \"same output, slower\"}, \"safety\": \"slower\"",
                             "\"mode\": \"auto\"", "\"outcome\": \"applied\"",
                             "\"changes\": [{\"path\": \"kv_cache_enabled\", \"before\": true, \"after\": false, \"created\": false}]"})
     EXPECT_NE(audit[0].find(field), std::string::npos) << field << "\n" << audit[0];

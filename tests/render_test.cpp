@@ -82,13 +82,6 @@ TEST(Render, FmtFormattersGiveTextAndJson) {
 
 TEST(Render, UnmatchedJson) { EXPECT_EQ(unmatched_json(), R"({"matched": false})"); }
 
-TEST(JsonQuote, EscapesControlsAndReplacesInvalidUtf8) {
-  EXPECT_EQ(json_quote("a\"b\\c\n\t\x01"), R"("a\"b\\c\n\t\u0001")");
-  EXPECT_EQ(json_quote("caf\xc3\xa9"), "\"caf\xc3\xa9\"");        // valid UTF-8 kept
-  EXPECT_EQ(json_quote("bad\xff!"), "\"bad\xEF\xBF\xBD!\"");       // invalid byte -> U+FFFD
-  EXPECT_EQ(json_quote("\xed\xa0\x80"), "\"\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD\"");  // surrogate rejected
-}
-
 // Prose as catalog YAML holds it: a literal block with hard line breaks.
 CatalogPtr prose_catalog() {
   static const CatalogPtr c = testing::catalog_from(testing::file_yaml(

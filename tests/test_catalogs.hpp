@@ -29,13 +29,43 @@ inline std::string entry_head_yaml(const std::string& id, const std::string& tmp
          "    trigger: t\n";
 }
 
-// One valid entry; `extra` is appended inside the entry (indented by 4).
-inline std::string entry_yaml(const std::string& id, const std::string& tmpl, const std::string& extra = "") {
+// entry_head_yaml with one remediation step, up to its examples.
+inline std::string entry_upto_examples_yaml(const std::string& id, const std::string& tmpl) {
   return entry_head_yaml(id, tmpl) +
          "    remediation:\n"
-         "      - text: r\n"
+         "      - text: r\n";
+}
+
+// One valid entry; `extra` is appended inside the entry (indented by 4).
+inline std::string entry_yaml(const std::string& id, const std::string& tmpl, const std::string& extra = "") {
+  return entry_upto_examples_yaml(id, tmpl) +
          "    examples:\n"
          "      match: ['" + tmpl + "']\n" + extra;
+}
+
+// An entry that lints clean: its one match example states the captures it
+// expects (`captures`, a YAML flow mapping such as "{level: '88'}").
+inline std::string captured_entry_yaml(const std::string& id, const std::string& tmpl, const std::string& example,
+                                       const std::string& captures) {
+  return entry_upto_examples_yaml(id, tmpl) +
+         "    examples:\n"
+         "      match:\n"
+         "        - text: '" + example + "'\n"
+         "          captures: " + captures + "\n";
+}
+
+// An entry whose pattern may backtrack catastrophically: it builds from text
+// (add_yaml), and lint, add_path and CatalogStore refuse it.
+inline std::string risky_entry_yaml(const std::string& id) {
+  return "  - id: " + id + "\n"
+         "    pattern: '^(\\w+\\s?)+$'\n"
+         "    source: {path: s.rs, line: 1}\n"
+         "    error_class: E\n"
+         "    kind: validation\n"
+         "    cause: c\n"
+         "    trigger: t\n"
+         "    remediation: [{text: r}]\n"
+         "    examples: {match: ['slow a b']}\n";
 }
 
 // candle's kv_cache_enabled error as entry `id`, with one fix (the cache

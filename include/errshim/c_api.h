@@ -76,7 +76,10 @@ ERRSHIM_C_EXPORT errshim_status errshim_catalog_new(int with_embedded, errshim_c
 /* Adds a layer on top: a .yaml or .yml file, a folder whose YAML files
  * (not recursive) form one layer, or a .snapshot file (`errshim snapshot`:
  * the same catalog, loaded without parsing YAML, for large catalogs). An entry whose id already exists replaces
- * it. When the layer does not load, the catalog stays as it was. Each add
+ * it. The catalog with the layer is built, its regexes compiled and it is
+ * linted (as errshim lint, and CatalogStore::reload) before it replaces the
+ * current one: when any of that fails, ERRSHIM_CATALOG_ERROR lists every
+ * problem and the catalog stays as it was. Each add
  * builds the catalog again from all its layers (files are read again), so
  * add everything at start-up rather than per request. */
 ERRSHIM_C_EXPORT errshim_status errshim_catalog_add_path(errshim_catalog* catalog, const char* path, char** error);

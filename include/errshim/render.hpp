@@ -55,10 +55,6 @@ std::string to_json(const Diagnosis& diagnosis);
 // {"matched": false}
 std::string unmatched_json();
 
-// A JSON string literal (with quotes) for `text`. Exposed for tools that
-// print JSON next to errshim's own.
-std::string json_quote(std::string_view text);
-
 }  // namespace errshim
 
 namespace errshim::detail {

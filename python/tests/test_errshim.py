@@ -71,7 +71,7 @@ entries:
     remediation:
       - text: download the tokenizer
     examples:
-      match: ['tokenizer file /models/x/tokenizer.json not found']
+      match: [{text: 'tokenizer file /models/x/tokenizer.json not found', captures: {path: /models/x/tokenizer.json}}]
 """
 
 

@@ -53,7 +53,7 @@ entries:
           set: {mask_dtype: bool}
           safety: safe
     examples:
-      match: ['where expected condition to be a boolean tensor, but got a tensor with dtype Float']
+      match: [{text: 'where expected condition to be a boolean tensor, but got a tensor with dtype Float', captures: {dtype: Float}}]
   - id: tinylm.mask.byte_mask_deprecated
     template: 'masked_fill_ received a mask with dtype torch.uint8, this behavior is now deprecated,please use a mask with dtype torch.bool instead.'
     source: {path: python/tests/tinylm.py, line: 1}

@@ -31,12 +31,14 @@
 #include <sstream>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
 #include <fmt/chrono.h>
 #include <fmt/format.h>
 #include <httplib.h>
+#include <nlohmann/json.hpp>
 #include <prometheus/registry.h>
 #include <prometheus/text_serializer.h>
 #include <pthread.h>
@@ -50,6 +52,12 @@
 #include "policy_file.hpp"
 
 namespace {
+
+// A JSON string literal for the server's own replies (errshim's documents
+// come from errshim::to_json); invalid UTF-8 in a message becomes U+FFFD.
+std::string json_quote(std::string_view text) {
+  return nlohmann::json(std::string(text)).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
 
 using torch_attention::AttentionConfig;
 using Config = errshim::TypedConfig<AttentionConfig>;
@@ -210,7 +218,7 @@ Options parse_options(int argc, char** argv) {
 
 std::string problems_json(const std::vector<errshim::Problem>& problems) {
   std::string out = "[";
-  for (std::size_t i = 0; i < problems.size(); ++i) out += (i ? ", " : "") + errshim::json_quote(problems[i].to_string());
+  for (std::size_t i = 0; i < problems.size(); ++i) out += (i ? ", " : "") + json_quote(problems[i].to_string());
   return out + "]";
 }
 
@@ -340,21 +348,21 @@ class Server {
       auto out = errshim::remediate(
           r.config, [&](const Config& c) { return generate(r, c.value()); }, policy, *catalog);
       body = fmt::format("{{\"ok\": true, \"cache_length\": {}, \"output_shape\": {}, \"dtype\": {}, \"remediation\": {}}}",
-                         out.value.cache_length, shape_json(out.value.output_shape), errshim::json_quote(out.value.dtype),
+                         out.value.cache_length, shape_json(out.value.output_shape), json_quote(out.value.dtype),
                          out.report.to_json());
     } catch (const bad_request& e) {
       status = 400;
-      body = fmt::format("{{\"ok\": false, \"error\": \"bad-request\", \"message\": {}}}", errshim::json_quote(e.what()));
+      body = fmt::format("{{\"ok\": false, \"error\": \"bad-request\", \"message\": {}}}", json_quote(e.what()));
     } catch (const errshim::remediation_error& e) {
       status = 422;
       body = fmt::format(
           "{{\"ok\": false, \"error\": \"recognised\", \"id\": {}, \"message\": {}, \"diagnosis\": {}, \"remediation\": {}}}",
-          errshim::json_quote(e.id()), errshim::json_quote(e.what()), errshim::to_json(e.diagnosis()),
+          json_quote(e.id()), json_quote(e.what()), errshim::to_json(e.diagnosis()),
           e.report().to_json());
     } catch (const errshim::translated_error& e) {
       status = 422;
       body = fmt::format("{{\"ok\": false, \"error\": \"recognised\", \"id\": {}, \"message\": {}, \"diagnosis\": {}}}",
-                         errshim::json_quote(e.id()), errshim::json_quote(e.what()), errshim::to_json(e.diagnosis()));
+                         json_quote(e.id()), json_quote(e.what()), errshim::to_json(e.diagnosis()));
     } catch (const std::exception& e) {
       // Not in the catalog: remediate() rethrew it unchanged, and the
       // metrics bridge counted it under its fingerprint.
@@ -362,8 +370,8 @@ class Server {
       const std::string text = errshim::exception_text(std::current_exception()).substr(0, kMaxLoggedText);
       const errshim::UnrecognisedLabels f = errshim::unrecognised_labels(text);
       audit_.write("unrecognised", fmt::format("\"request\": {}, \"class\": {}, \"fingerprint\": \"{}\", \"message\": {}",
-                                               id, errshim::json_quote(f.error_class), f.fingerprint, errshim::json_quote(text)));
-      body = fmt::format("{{\"ok\": false, \"error\": \"unrecognised\", \"message\": {}}}", errshim::json_quote(e.what()));
+                                               id, json_quote(f.error_class), f.fingerprint, json_quote(text)));
+      body = fmt::format("{{\"ok\": false, \"error\": \"unrecognised\", \"message\": {}}}", json_quote(e.what()));
     } catch (...) {
       status = 500;
       body = "{\"ok\": false, \"error\": \"unrecognised\", \"message\": \"an exception that is not a std::exception\"}";

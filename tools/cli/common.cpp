@@ -14,6 +14,7 @@
 #include <fmt/format.h>
 
 #include "cli.hpp"
+#include "json_writer.hpp"
 #include "text_wrap.hpp"
 
 namespace errshim_cli {
@@ -120,12 +121,15 @@ std::string catalog_version(const errshim::Catalog& catalog) {
 }
 
 std::string with_catalog(std::string object, const errshim::Catalog& catalog) {
+  // The object's closing brace comes off and the catalog member goes last.
   while (!object.empty() && object.back() != '}') object.pop_back();
   if (object.empty()) return object;
   object.pop_back();
-  const bool empty = object.find_last_not_of(" \n") == object.find('{');
-  return fmt::format("{}{}\"catalog\": {{\"version\": {}, \"entries\": {}}}}}", object, empty ? "" : ", ",
-                     errshim::json_quote(catalog_version(catalog)), catalog.size());
+  if (object.find_last_not_of(" \n") != object.find('{')) object += ", ";
+  errshim::detail::JsonWriter w(object);
+  w.key("catalog").begin_object().field("version", catalog_version(catalog)).field("entries", catalog.size());
+  w.end_object().end_object();
+  return object;
 }
 
 // What explain, fix and import read whole (standard input, import's
@@ -160,7 +164,7 @@ std::string message_of(const std::vector<std::string>& words, const std::string&
 
 std::string value_text(const std::optional<errshim::Value>& v) {
   if (!v) return "(absent)";
-  if (v->type == errshim::Value::Type::string) return errshim::json_quote(v->text);
+  if (v->type == errshim::Value::Type::string) return errshim::detail::json_quote(v->text);
   return v->type == errshim::Value::Type::null ? "null" : v->text;
 }
 

@@ -7,6 +7,7 @@
 
 #include "cli.hpp"
 #include "escape.hpp"
+#include "json.hpp"
 #include "text_wrap.hpp"
 #include "render_internal.hpp"
 
@@ -125,15 +126,7 @@ Command add_list(CLI::App& root) {
               }
               const std::string summary = errshim::first_sentence(e->cause);
               if (o->output.json) {
-                std::vector<std::string> tags;
-                for (const auto& tag : e->tags) tags.push_back(errshim::json_quote(tag));
-                fmt::print("{}\n",
-                           with_catalog(fmt::format("{{\"id\": {}, \"library\": {}, \"kind\": {}, \"source\": {}, "
-                                                    "\"tags\": [{}], \"cause\": {}}}",
-                                                    errshim::json_quote(e->id), errshim::json_quote(e->library),
-                                                    errshim::json_quote(e->kind), errshim::to_json(e->source),
-                                                    fmt::join(tags, ", "), errshim::json_quote(summary)),
-                                        *catalog));
+                fmt::print("{}\n", with_catalog(errshim::detail::json_of_summary(*e, summary), *catalog));
                 continue;
               }
               // The id, then the whole first sentence, wrapped under it.

@@ -16,6 +16,7 @@
 #include <fmt/format.h>
 
 #include "cli.hpp"
+#include "json_writer.hpp"
 #include "render_internal.hpp"
 #include "errshim/preflight.hpp"
 
@@ -283,20 +284,21 @@ Command add_check(CLI::App& root) {
             configs.generation = generation ? &*generation : nullptr;
             const auto catalog = load_catalog(o->catalog);
             const auto findings = errshim::check(configs, *catalog, context);
-            std::vector<std::string> json;
+            // --json: {"config", "findings": [{"id", "because": [...], "remediation": [{"step", "text"}]}]}
+            std::string json;
+            errshim::detail::JsonWriter w(json);
+            w.begin_object().field("config", o->config).key("findings").begin_array();
             for (const auto& f : findings) {
               std::vector<std::string> because;
               for (const auto& [path, v] : f.because)
                 because.push_back(fmt::format("{} = {}", errshim::to_string(path), value_text(v)));
               if (o->json) {
-                std::vector<std::string> quoted, steps;
-                for (const auto& b : because) quoted.push_back(errshim::json_quote(b));
+                w.begin_object().field("id", f.entry->id).key("because").begin_array();
+                for (const auto& b : because) w.string(b);
+                w.end_array().key("remediation").begin_array();
                 for (std::size_t i = 0; i < f.entry->remediation.size(); ++i)
-                  steps.push_back(fmt::format("{{\"step\": {}, \"text\": {}}}", i,
-                                              errshim::json_quote(errshim::fold_prose(f.entry->remediation[i].text))));
-                json.push_back(fmt::format("{{\"id\": {}, \"because\": [{}], \"remediation\": [{}]}}",
-                                           errshim::json_quote(f.entry->id), fmt::join(quoted, ", "),
-                                           fmt::join(steps, ", ")));
+                  w.begin_object().field("step", i).field("text", errshim::fold_prose(f.entry->remediation[i].text)).end_object();
+                w.end_array().end_object();
                 continue;
               }
               fmt::print("{} will fail: {}\n  because: {}\n", o->config, f.entry->id, fmt::join(because, ", "));
@@ -304,10 +306,9 @@ Command add_check(CLI::App& root) {
               for (std::size_t i = 0; i < f.entry->remediation.size(); ++i)
                 fmt::print("  [{}] {}\n", i, errshim::first_sentence(f.entry->remediation[i].text));
             }
+            w.end_array().end_object();
             if (o->json)
-              fmt::print("{}\n", with_catalog(fmt::format("{{\"config\": {}, \"findings\": [{}]}}",
-                                                          errshim::json_quote(o->config), fmt::join(json, ", ")),
-                                              *catalog));
+              fmt::print("{}\n", with_catalog(json, *catalog));
             else if (findings.empty())
               fmt::print(stderr, "errshim: no known error ahead for {}\n", o->config);
             return findings.empty() ? kOk : kNoMatch;
