@@ -1,6 +1,7 @@
 // The errshim command line, run as a user runs it: exit codes, text and JSON.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -330,6 +331,40 @@ TEST(Cli, ScanTextReportEscapesControlCharacters) {
   EXPECT_EQ(r.out.find("\xC2\x9B"), std::string::npos) << r.out;  // U+009B, CSI in 8 bits
   EXPECT_NE(r.out.find(R"(failed \x1B]0;owned\x07 \x1B[2J\x1B[31mred back \u009B 1m \x9B)"), std::string::npos)
       << r.out;
+}
+
+// scan --json -j 2 cuts the file into parts of 1 MiB, scanned and rendered
+// on two threads: its output is byte for byte that of -j 1, with a traceback
+// across each split, an ERROR record above each, and repeated texts (which
+// the verdict cache serves) among unique ones.
+TEST(Cli, ScanJsonInParallelWritesWhatOneThreadWrites) {
+  const auto f = std::filesystem::temp_directory_path() / ("errshim_cli_par." + std::to_string(getpid()) + ".log");
+  std::size_t tracebacks = 0;
+  {
+    std::string log;
+    const std::size_t mib = 1u << 20;
+    for (std::size_t i = 0; log.size() < 6 * mib; ++i) {
+      const std::size_t to_split = mib - log.size() % mib;
+      if (to_split < 300 || i % 37 == 0) {
+        // A split point falls inside this block when it is near one.
+        log += "2026-11-30 10:00:00,000 ERROR server - request " + std::to_string(i % 3 == 0 ? 7 : i) + " failed\n";
+        log += "Traceback (most recent call last):\n  File \"/app/a.py\", line 12, in handle\n    run()\n";
+        log += "  File \"/app/b.py\", line 3, in run\n    raise ValueError(x)\n";
+        log += i % 2 == 0 ? "ValueError: bad input\n" : "KeyError: 'k" + std::to_string(i % 5) + "'\n";
+        ++tracebacks;
+      } else {
+        log += "2026-11-30 10:00:00,000 INFO server - handled request " + std::to_string(i) + " in 12ms\n";
+      }
+    }
+    std::ofstream(f, std::ios::binary) << log;
+  }
+  const CliRun one = cli("scan --json -j 1 " + f.string());
+  const CliRun two = cli("scan --json -j 2 " + f.string());
+  std::filesystem::remove(f);
+  EXPECT_EQ(one.code, two.code);
+  EXPECT_GE(static_cast<std::size_t>(std::count(one.out.begin(), one.out.end(), '\n')), tracebacks);
+  EXPECT_TRUE(one.out == two.out) << "-j 1 and -j 2 differ, " << one.out.size() << " and " << two.out.size()
+                                  << " bytes";
 }
 
 TEST(Cli, VersionAndHelp) {

@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
+
 #include <cstdint>
 #include <fstream>
 #include <ostream>
@@ -461,6 +463,42 @@ TEST(Scan, UnmatchedGroupsAreBounded) {
   EXPECT_NE(summary.to_text().find("90 more unrecognised block(s)"), std::string::npos);
 }
 
+// ------------------------------------------------------------ the verdict cache
+
+const char* const kOom =
+    "Traceback (most recent call last):\n"
+    "  File \"a.py\", line 1, in <module>\n"
+    "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of "
+    "7.79 GiB of which 1.00 GiB is free.\n";
+// The same first lines, another verdict (nothing knows it).
+const char* const kSameHeadUnknown =
+    "Traceback (most recent call last):\n"
+    "  File \"a.py\", line 1, in <module>\n"
+    "KeyError: zzz\n";
+
+// A text seen before gets its verdict again, and the block stays its own:
+// its line, and for another text of the same head, its own verdict; a cache
+// of one entry (emptied at each new text) gives the same.
+TEST(Scan, RepeatedBlockTextsKeepTheirOwnPlaceAndVerdict) {
+  std::string log;
+  for (int i = 0; i < 3; ++i) log += std::string("INFO a\n") + kOom + "INFO b\n" + kSameHeadUnknown;
+  errshim::ScanOptions uncached;
+  uncached.match_cache_entries = 0;
+  errshim::ScanOptions tiny;
+  tiny.match_cache_entries = 1;
+  const auto want = scan_text(log, uncached);
+  ASSERT_EQ(want.size(), 6u);
+  for (const errshim::ScanOptions& options : {errshim::ScanOptions{}, tiny}) {
+    const auto got = scan_text(log, options);
+    ASSERT_EQ(got.size(), want.size());
+    for (std::size_t i = 0; i < got.size(); ++i) {
+      EXPECT_EQ(got[i].line, 2 + 4 * i) << i;
+      EXPECT_EQ(id_of(got[i]), i % 2 == 0 ? "libtorch.memory.cuda_oom" : "<unmatched>") << i;
+      EXPECT_EQ(errshim::to_json(got[i]), errshim::to_json(want[i])) << i;
+    }
+  }
+}
+
 // ------------------------------------------------------------ JSON
 
 TEST(Scan, JsonLineHasTheExplainFieldsPlusWhere) {
@@ -570,6 +608,35 @@ TEST(ScanFile, AVisitorExceptionStopsAParallelScan) {
                                   options),
                std::runtime_error);
   EXPECT_EQ(calls, 1);
+  unlink(path.c_str());
+  rmdir(dir);
+}
+
+// The same for an output: a block that cannot be rendered (on a worker)
+// ends the scan with its exception, and nothing is written after it.
+TEST(ScanFile, ARenderExceptionStopsAParallelScan) {
+  char dir[] = "/tmp/errshim-scanfile-XXXXXX";
+  ASSERT_NE(mkdtemp(dir), nullptr);
+  const std::string path = std::string(dir) + "/big.log";
+  {
+    std::ofstream out(path, std::ios::binary);
+    const std::string noise(100, 'n');
+    for (int i = 0; i < 40000; ++i) out << noise << "\n" << (i % 100 == 0 ? "RuntimeError: x\n" : "");
+  }
+  errshim::ScanOptions options;
+  options.threads = 2;
+  std::atomic<int> renders{0};
+  int writes = 0;
+  errshim::BlockOutput output;
+  output.render = [&](const ScanBlock& b, std::string& out) {
+    ++renders;
+    if (b.line == 2) throw std::runtime_error("stop");  // the first block
+    out += std::to_string(b.line) + "\n";
+  };
+  output.write = [&](std::string_view) { ++writes; };
+  EXPECT_THROW(errshim::scan_file(path, catalog(), output, options), std::runtime_error);
+  EXPECT_EQ(writes, 0);  // the first part's unit holds the failed block
+  EXPECT_GT(renders.load(), 0);
   unlink(path.c_str());
   rmdir(dir);
 }

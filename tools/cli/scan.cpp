@@ -10,6 +10,8 @@
 #include <iostream>
 #include <memory>
 #include <optional>
+#include <string_view>
+#include <system_error>
 
 #include <sys/stat.h>
 #include <unistd.h>
@@ -124,6 +126,30 @@ int scan(const ScanOpts& a) {
   options.context = context_of(a.catalog);
   options.threads = a.jobs;
   std::uint64_t matched = 0;
+  // A block's line is its JSON with the catalog named inside, as
+  // with_catalog() writes it: the closing part is the same for every block,
+  // so it is worked out once from a stand-in object.
+  const std::string stand_in = "{\"x\": 0";
+  const std::string catalog_tail = with_catalog(stand_in + "}", *catalog).substr(stand_in.size());
+  errshim::BlockOutput json_out;
+  json_out.render = [&](const errshim::ScanBlock& block, std::string& out) {
+    std::string object = errshim::to_json(block);
+    if (!object.empty() && object.back() == '}') {
+      out.append(object, 0, object.size() - 1);
+      out += catalog_tail;
+    } else {
+      out += with_catalog(std::move(object), *catalog);
+    }
+    out += '\n';
+  };
+  std::unique_ptr<ProgressBar> bar;
+  json_out.write = [&](std::string_view bytes) {
+    bar.reset();  // a JSON line never lands on top of the bar
+    // Whole blocks, as they are ready (per read of a stream, per part of a
+    // file): a reader (jq, a pipeline) sees them without waiting for the end.
+    if (std::fwrite(bytes.data(), 1, bytes.size(), stdout) != bytes.size() || std::fflush(stdout) != 0)
+      throw std::system_error(errno, std::generic_category(), "cannot write standard output");
+  };
   for (const std::string& input : inputs) {
     const bool from_stdin = input == "-";
     std::ifstream file;
@@ -135,19 +161,24 @@ int scan(const ScanOpts& a) {
     }
     const std::string name = from_stdin ? "<stdin>" : input;
     const std::uint64_t size = input_size(input);
-    std::optional<ProgressBar> bar;
-    if (bar_allowed && size >= kProgressFrom) bar.emplace(name, size);
+    bar.reset();
+    if (bar_allowed && size >= kProgressFrom) bar = std::make_unique<ProgressBar>(name, size);
     options.on_progress = nullptr;
-    if (bar) options.on_progress = std::ref(*bar);
-    const auto visit = [&](const errshim::ScanBlock& block) {
-      if (!a.json) return summary.add(block);
-      bar.reset();  // a JSON line never lands on top of the bar
-      fmt::print("{}\n", with_catalog(errshim::to_json(block), *catalog));
-      std::fflush(stdout);  // streaming: a reader (jq, a tail -f pipeline) sees each block as it ends
+    // Through the pointer: a JSON write takes the bar down for good.
+    if (bar) options.on_progress = [&bar](std::uint64_t done) {
+      if (bar) (*bar)(done);
     };
+    const auto visit = [&](const errshim::ScanBlock& block) { summary.add(block); };
     // A named file by path: mapped, and split across threads when large.
-    const errshim::ScanStats stats = from_stdin ? errshim::scan(std::cin, name, *catalog, visit, options)
-                                                : errshim::scan_file(input, *catalog, visit, options);
+    errshim::ScanStats stats;
+    if (a.json) {
+      stats = from_stdin ? errshim::scan(std::cin, name, *catalog, json_out, options)
+                         : errshim::scan_file(input, *catalog, json_out, options);
+    } else {
+      stats = from_stdin ? errshim::scan(std::cin, name, *catalog, visit, options)
+                         : errshim::scan_file(input, *catalog, visit, options);
+    }
+    bar.reset();
     matched += stats.matched;
   }
   if (!a.json) fmt::print("{}", summary.to_text());
