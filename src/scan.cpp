@@ -1007,7 +1007,7 @@ ScanStats scan_mapped_parallel(Mapping& map, std::size_t size, unsigned threads,
   // Parts scanned ahead of the one handed out, and units not yet written,
   // bounding memory.
   const std::size_t window = std::size_t{threads} + 2;
-  const std::size_t max_units = std::size_t{threads} + 2;
+  const std::size_t max_units = threads;
   std::mutex mu;
   std::condition_variable cv;
   std::size_t next = 0, handed = 0;

@@ -2,10 +2,13 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstddef>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <string>
+#include <vector>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -365,6 +368,40 @@ TEST(Cli, ScanJsonInParallelWritesWhatOneThreadWrites) {
   EXPECT_GE(static_cast<std::size_t>(std::count(one.out.begin(), one.out.end(), '\n')), tracebacks);
   EXPECT_TRUE(one.out == two.out) << "-j 1 and -j 2 differ, " << one.out.size() << " and " << two.out.size()
                                   << " bytes";
+}
+
+// A block whose text was seen before is written from the earlier JSON line
+// (scan's repeat cache): the same line but for its own number, here at line
+// numbers of 1 to 4 digits, on standard input and in a file.
+TEST(Cli, ScanJsonRepeatedBlocksCarryTheirOwnLineNumbers) {
+  const std::string block =
+      "Traceback (most recent call last):\n  File \"/app/a.py\", line 12, in handle\nValueError: bad input\n";
+  std::string log;
+  std::vector<std::size_t> starts;
+  for (const std::size_t at : {1u, 9u, 95u, 998u, 1003u}) {
+    while (std::count(log.begin(), log.end(), '\n') + 1 < static_cast<std::ptrdiff_t>(at))
+      log += "INFO server - ok\n";
+    starts.push_back(at);
+    log += block;
+  }
+  const auto f = std::filesystem::temp_directory_path() / ("errshim_cli_rep." + std::to_string(getpid()) + ".log");
+  std::ofstream(f, std::ios::binary) << log;
+  const CliRun file = cli("scan --json " + f.string());
+  std::filesystem::remove(f);
+  const CliRun in = cli("scan --json -", log);
+  for (const CliRun* r : {&file, &in}) {
+    std::vector<std::string> lines;
+    std::istringstream s(r->out);
+    for (std::string l; std::getline(s, l);) lines.push_back(l);
+    ASSERT_EQ(lines.size(), starts.size()) << r->out;
+    for (std::size_t i = 0; i < lines.size(); ++i) {
+      std::string want = lines[0];
+      const std::string first = "\"line\": 1, ";
+      ASSERT_NE(want.rfind(first), std::string::npos) << want;  // the block's, after the entry's source line
+      want.replace(want.rfind(first), first.size(), "\"line\": " + std::to_string(starts[i]) + ", ");
+      EXPECT_EQ(lines[i], want) << i;
+    }
+  }
 }
 
 TEST(Cli, VersionAndHelp) {

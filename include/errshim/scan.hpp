@@ -76,8 +76,8 @@ struct ScanOptions {
   // repeats its errors word for word): a block whose text equals an earlier
   // one's gets the same diagnosis and problems without matching again.
   // Texts over match_cache_text_bytes are not kept. 0 entries: no cache.
-  std::size_t match_cache_entries = 256;
-  std::size_t match_cache_text_bytes = 16u << 10;
+  std::size_t match_cache_entries = 128;
+  std::size_t match_cache_text_bytes = 8u << 10;
 };
 
 struct ScanStats {

@@ -12,6 +12,7 @@
 #include <optional>
 #include <string_view>
 #include <system_error>
+#include <unordered_map>
 
 #include <sys/stat.h>
 #include <unistd.h>
@@ -59,6 +60,61 @@ std::uint64_t input_size(const std::string& input) {
   const int rc = input == "-" ? fstat(STDIN_FILENO, &st) : stat(input.c_str(), &st);
   return (rc == 0 && S_ISREG(st.st_mode)) ? static_cast<std::uint64_t>(st.st_size) : 0;
 }
+
+// A log says the same error many times, and a repeated block's JSON line
+// differs from the earlier one's only in its line number. Per thread, the
+// line of a text seen twice is kept cut around that number, and later blocks
+// of the same text, file, kind and size are written from the cut. The cut is
+// checked when it is made: the block rendered again at another line number
+// must differ in that number alone, whatever writes the JSON.
+class RepeatCache {
+ public:
+  template <class Render>
+  void append(const errshim::ScanBlock& b, std::string& out, const Render& render) {
+    if (b.text.size() > kMaxText || b.line > kMaxLine) return render(b, out);
+    std::string key = fmt::format("{}\n{}\n{}\n{}\n", b.file, errshim::to_string(b.kind), b.lines, b.truncated);
+    key += b.text;
+    auto it = known_.find(key);
+    if (it != known_.end() && it->second.state == State::cut) {
+      out += it->second.head;
+      out += std::to_string(b.line);
+      out += it->second.tail;
+      return;
+    }
+    const std::size_t start = out.size();
+    render(b, out);
+    if (it == known_.end()) {
+      if (known_.size() >= kMaxEntries) known_.clear();
+      known_.emplace(std::move(key), Seen{});
+      return;
+    }
+    if (it->second.state != State::once) return;
+    it->second.state = State::uncut;
+    errshim::ScanBlock other = b;
+    other.line = b.line * 10 + 7;  // another number, of another length
+    std::string again;
+    render(other, again);
+    const std::string_view one(out.data() + start, out.size() - start);
+    const std::string a = std::to_string(b.line), o = std::to_string(other.line);
+    std::size_t p = 0;
+    while (p < one.size() && p < again.size() && one[p] == again[p]) ++p;
+    while (p > 0 && one[p - 1] >= '0' && one[p - 1] <= '9') --p;
+    if (one.compare(p, a.size(), a) != 0 || again.compare(p, o.size(), o) != 0 ||
+        one.substr(p + a.size()) != std::string_view(again).substr(p + o.size()))
+      return;
+    it->second = Seen{State::cut, std::string(one.substr(0, p)), std::string(one.substr(p + a.size()))};
+  }
+
+ private:
+  static constexpr std::size_t kMaxEntries = 128, kMaxText = 8u << 10;
+  static constexpr std::uint64_t kMaxLine = std::uint64_t{1} << 58;
+  enum class State { once, uncut, cut };
+  struct Seen {
+    State state = State::once;
+    std::string head, tail;
+  };
+  std::unordered_map<std::string, Seen> known_;
+};
 
 struct ScanOpts {
   CatalogOptions catalog;
@@ -132,7 +188,7 @@ int scan(const ScanOpts& a) {
   const std::string stand_in = "{\"x\": 0";
   const std::string catalog_tail = with_catalog(stand_in + "}", *catalog).substr(stand_in.size());
   errshim::BlockOutput json_out;
-  json_out.render = [&](const errshim::ScanBlock& block, std::string& out) {
+  const auto render = [&](const errshim::ScanBlock& block, std::string& out) {
     std::string object = errshim::to_json(block);
     if (!object.empty() && object.back() == '}') {
       out.append(object, 0, object.size() - 1);
@@ -141,6 +197,10 @@ int scan(const ScanOpts& a) {
       out += with_catalog(std::move(object), *catalog);
     }
     out += '\n';
+  };
+  json_out.render = [&](const errshim::ScanBlock& block, std::string& out) {
+    thread_local RepeatCache repeats;  // render runs on the scanning threads
+    repeats.append(block, out, render);
   };
   std::unique_ptr<ProgressBar> bar;
   json_out.write = [&](std::string_view bytes) {
