@@ -992,7 +992,7 @@ ScanStats scan_mapped_parallel(Mapping& map, std::size_t size, unsigned threads,
   ScanStats stats;
   stats.bytes = size;
   const char* const base = map.data();
-  if (part_bytes == 0) part_bytes = std::clamp<std::size_t>(size / (threads * 4u), 1u << 20, 4u << 20);
+  if (part_bytes == 0) part_bytes = std::clamp<std::size_t>(size / (threads * 4u), 1u << 20, 2u << 20);
   // Part i starts after the first '\n' at or after i * part_bytes (part 0
   // at 0), found by the worker that takes it: finding them all up front
   // would touch the whole file at once, and looking at the byte before would
@@ -1014,6 +1014,7 @@ ScanStats scan_mapped_parallel(Mapping& map, std::size_t size, unsigned threads,
   bool stop = false;
   std::deque<Unit> units;       // handed out, not yet written; a deque keeps the others in place
   std::deque<Unit*> to_render;  // the workers' turn, before scanning further
+  std::vector<std::string> spare;  // written units' buffers, reused: no regrowing, no fresh pages
 
   const auto render = [&](Unit& u) {
     try {
@@ -1102,6 +1103,10 @@ ScanStats scan_mapped_parallel(Mapping& map, std::size_t size, unsigned threads,
     {
       std::lock_guard<std::mutex> lock(mu);
       units.push_back(std::move(pending));
+      if (!spare.empty()) {
+        units.back().bytes = std::move(spare.back());
+        spare.pop_back();
+      }
       to_render.push_back(&units.back());
     }
     pending = Unit{};
@@ -1121,7 +1126,9 @@ ScanStats scan_mapped_parallel(Mapping& map, std::size_t size, unsigned threads,
       }
       if (u->error) std::rethrow_exception(u->error);
       target.output->write(u->bytes);
+      u->bytes.clear();
       std::lock_guard<std::mutex> lock(mu);
+      if (spare.size() <= max_units) spare.push_back(std::move(u->bytes));
       units.pop_front();
     }
   };

@@ -586,21 +586,36 @@ TEST(ScanFile, ProgressEndsAtTheFileSize) {
   EXPECT_EQ(stats.bytes, static_cast<std::uint64_t>(st.st_size));
 }
 
-// A visitor's exception ends a parallel scan too (the workers are stopped
-// and joined), and nothing after the throwing block is visited.
-TEST(ScanFile, AVisitorExceptionStopsAParallelScan) {
-  char dir[] = "/tmp/errshim-scanfile-XXXXXX";
-  ASSERT_NE(mkdtemp(dir), nullptr);
-  const std::string path = std::string(dir) + "/big.log";
-  {
-    std::ofstream out(path, std::ios::binary);
+// A 4 MiB log with a one-line block every 100 lines, deleted at the end.
+class BigLog {
+ public:
+  BigLog() {
+    char dir[] = "/tmp/errshim-scanfile-XXXXXX";
+    if (mkdtemp(dir) == nullptr) throw std::runtime_error("mkdtemp failed");
+    dir_ = dir;
+    path_ = dir_ + "/big.log";
+    std::ofstream out(path_, std::ios::binary);
     const std::string noise(100, 'n');
     for (int i = 0; i < 40000; ++i) out << noise << "\n" << (i % 100 == 0 ? "RuntimeError: x\n" : "");
   }
+  ~BigLog() {
+    unlink(path_.c_str());
+    rmdir(dir_.c_str());
+  }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string dir_, path_;
+};
+
+// A visitor's exception ends a parallel scan too (the workers are stopped
+// and joined), and nothing after the throwing block is visited.
+TEST(ScanFile, AVisitorExceptionStopsAParallelScan) {
+  const BigLog log;
   errshim::ScanOptions options;
   options.threads = 2;
   int calls = 0;
-  EXPECT_THROW(errshim::scan_file(path, catalog(),
+  EXPECT_THROW(errshim::scan_file(log.path(), catalog(),
                                   [&](const ScanBlock&) {
                                     ++calls;
                                     throw std::runtime_error("stop");
@@ -608,21 +623,12 @@ TEST(ScanFile, AVisitorExceptionStopsAParallelScan) {
                                   options),
                std::runtime_error);
   EXPECT_EQ(calls, 1);
-  unlink(path.c_str());
-  rmdir(dir);
 }
 
 // The same for an output: a block that cannot be rendered (on a worker)
 // ends the scan with its exception, and nothing is written after it.
 TEST(ScanFile, ARenderExceptionStopsAParallelScan) {
-  char dir[] = "/tmp/errshim-scanfile-XXXXXX";
-  ASSERT_NE(mkdtemp(dir), nullptr);
-  const std::string path = std::string(dir) + "/big.log";
-  {
-    std::ofstream out(path, std::ios::binary);
-    const std::string noise(100, 'n');
-    for (int i = 0; i < 40000; ++i) out << noise << "\n" << (i % 100 == 0 ? "RuntimeError: x\n" : "");
-  }
+  const BigLog log;
   errshim::ScanOptions options;
   options.threads = 2;
   std::atomic<int> renders{0};
@@ -634,11 +640,9 @@ TEST(ScanFile, ARenderExceptionStopsAParallelScan) {
     out += std::to_string(b.line) + "\n";
   };
   output.write = [&](std::string_view) { ++writes; };
-  EXPECT_THROW(errshim::scan_file(path, catalog(), output, options), std::runtime_error);
+  EXPECT_THROW(errshim::scan_file(log.path(), catalog(), output, options), std::runtime_error);
   EXPECT_EQ(writes, 0);  // the first part's unit holds the failed block
   EXPECT_GT(renders.load(), 0);
-  unlink(path.c_str());
-  rmdir(dir);
 }
 
 }  // namespace
