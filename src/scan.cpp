@@ -1022,7 +1022,7 @@ ScanStats scan_mapped_parallel(Mapping& map, std::size_t size, unsigned threads,
     } catch (...) {
       u.error = std::current_exception();
     }
-    u.blocks = {};
+    std::vector<ScanBlock>().swap(u.blocks);  // (`= {}` would keep the capacity)
     {
       std::lock_guard<std::mutex> lock(mu);
       u.rendered = true;
@@ -1174,7 +1174,9 @@ ScanStats scan_mapped_parallel(Mapping& map, std::size_t size, unsigned threads,
         current->set_sink(emit);
         current->set_cache(&cache);
       }
-      part.blocks = {};
+      // Swapped out: `= {}` keeps the capacity, and every part handed out
+      // would hold on to its own.
+      std::vector<Part::Found>().swap(part.blocks);
       part.driver.reset();
       map.release_before(part.end);
       lines_before += part.lines;

@@ -15,6 +15,7 @@
 #include <thread>
 #include <vector>
 
+#include <malloc.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -22,6 +23,7 @@
 #include <errshim/fingerprint.hpp>
 #include <errshim/scan.hpp>
 
+#include "scan_detail.hpp"
 #include "test_catalogs.hpp"
 
 namespace {
@@ -624,6 +626,38 @@ TEST(ScanFile, AVisitorExceptionStopsAParallelScan) {
                std::runtime_error);
   EXPECT_EQ(calls, 1);
 }
+
+// A parallel scan holds what the parts ahead of the one handed out hold,
+// whatever the file's length: a part handed out keeps nothing (it kept its
+// blocks' storage, the heap growing with the file).
+#if defined(__GLIBC__)
+TEST(ScanFile, AParallelScanHoldsNoMoreAtTheEndThanNearTheStart) {
+  char dir[] = "/tmp/errshim-scanfile-XXXXXX";
+  ASSERT_NE(mkdtemp(dir), nullptr);
+  const std::string path = std::string(dir) + "/many.log";
+  {
+    std::ofstream out(path, std::ios::binary);
+    for (int i = 0; i < 40000; ++i) out << "INFO ok\nRuntimeError: x\n";
+  }
+  const auto in_use = [] {
+    const struct mallinfo2 m = mallinfo2();
+    return m.uordblks + m.hblkhd;
+  };
+  std::size_t blocks = 0, early = 0, late = 0;
+  const auto stats = errshim::detail::scan_file_parts(
+      path, catalog(),
+      [&](const ScanBlock&) {
+        ++blocks;
+        if (blocks == 2000) early = in_use();
+        if (blocks == 39000) late = in_use();
+      },
+      {}, 2, 4096);
+  unlink(path.c_str());
+  rmdir(dir);
+  ASSERT_EQ(stats.blocks, 40000u);
+  EXPECT_LT(late, early + (2u << 20)) << "held at block 2000: " << early << " bytes, at block 39000: " << late;
+}
+#endif
 
 // The same for an output: a block that cannot be rendered (on a worker)
 // ends the scan with its exception, and nothing is written after it.
