@@ -12,8 +12,13 @@ a warm page cache:
                             --patterns`, in ripgrep's syntax (when rg exists)
   rg -F -c Error            a single literal pass, the floor
 Prints MB/s (best and median of --repeat runs), errshim / rg, -j 2 / -j 1, and
-the peak RSS of each process (getrusage of the child). The logs are deleted
-afterwards unless --keep.
+the peak RSS of each process (getrusage of the child). With --layers, the
+errshim runs are repeated at the first size with those catalogs loaded
+(`--catalog FILE` each, e.g. the generated layers' snapshots), ripgrep skipped.
+With --fresh-timestamps each error block's timestamps are the time it is
+written at, as in a real log: the blocks that carry them never repeat (the
+logs otherwise repeat five blocks word for word, which errshim's per-thread
+verdict cache serves). The logs are deleted afterwards unless --keep.
 """
 import argparse
 import os
@@ -66,19 +71,24 @@ def corpus_blocks():
     ]
 
 
-def generate(path, size, density, seed=1):
+TIMESTAMP = re.compile(r"\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?Z?")
+
+
+def generate(path, size, density, seed=1, fresh=False):
     """`size` bytes of log, one error block per `density` lines on average."""
     rng = random.Random(seed)
     blocks = corpus_blocks()
     # A unique stretch of 8 MiB, repeated: the scanner's cost does not depend
     # on a stretch being seen before, and generating 512 MiB in Python is slow.
+    # (With `fresh`, the whole log is generated: a repeat would repeat texts.)
     unit, unit_size, t = [], 0, 0
-    while unit_size < min(size, 8 * MB):
+    while unit_size < (size if fresh else min(size, 8 * MB)):
         t += rng.randint(1, 900)
         ts = "2026-11-30 {:02d}:{:02d}:{:02d},{:03d}".format(t // 3600000 % 24, t // 60000 % 60, t // 1000 % 60,
                                                                t % 1000)
         if rng.randrange(density) == 0:
-            chunk = "\n".join(blocks[rng.randrange(len(blocks))]) + "\n"
+            block = blocks[rng.randrange(len(blocks))]
+            chunk = "\n".join([TIMESTAMP.sub(ts, l) for l in block] if fresh else block) + "\n"
         else:
             chunk = rng.choice(NOISE).format(ts=ts, hex="%08x" % rng.getrandbits(32), n=rng.randint(1, 999)) + "\n"
         unit.append(chunk)
@@ -170,6 +180,10 @@ def main(argv=None):
     ap.add_argument("--no-build", action="store_true")
     ap.add_argument("--tmp", default=tempfile.gettempdir())
     ap.add_argument("--keep", action="store_true", help="keep the generated logs")
+    ap.add_argument("--layers", default="",
+                    help="comma-separated catalog files for extra errshim rows at the first size (--catalog each)")
+    ap.add_argument("--fresh-timestamps", action="store_true",
+                    help="error blocks carry the time they are written at (no repeated ERROR records)")
     args = ap.parse_args(argv)
 
     if not args.no_build:
@@ -197,27 +211,40 @@ def main(argv=None):
           " / ".join(f"-j{j}" for j in jobs) + " |")
     print("|---|---:|" + "---:|" * (len([j for j in jobs if j != 1]) + 5))
     made = []
+    sizes = [int(s) for s in args.scan_sizes.split(",")]
+    densities = [int(d) for d in args.scan_densities.split(",")]
+    layers = [p for p in args.layers.split(",") if p]
+    runs = [(size_mb, density, []) for size_mb in sizes for density in densities]
+    if layers:
+        runs += [(sizes[0], density, layers) for density in densities]
+    tag = "-fresh" if args.fresh_timestamps else ""
     try:
-        for size_mb in [int(s) for s in args.scan_sizes.split(",")]:
-            for density in [int(d) for d in args.scan_densities.split(",")]:
-                path = os.path.join(args.tmp, f"errshim-scan-bench-{size_mb}M-1in{density}.log")
-                size = size_mb * MB
-                if not (os.path.exists(path) and os.path.getsize(path) == size):
-                    generate(path, size, density)
+        for size_mb, density, catalogs in runs:
+            path = os.path.join(args.tmp, f"errshim-scan-bench-{size_mb}M-1in{density}{tag}.log")
+            size = size_mb * MB
+            if not (os.path.exists(path) and os.path.getsize(path) == size):
+                generate(path, size, density, fresh=args.fresh_timestamps)
+            if path not in made:
                 made.append(path)
-                subprocess.run(["cat", path], stdout=subprocess.DEVNULL, check=True)  # warm the page cache
-                es = {j: measure([errshim, "scan", "--json", "-j", str(j), path], args.repeat, size) for j in jobs}
-                rgf = measure([rg, "-c", "-f", pattern_file, path], args.repeat, size) if rg else None
-                lit = measure([rg, "-F", "-c", "Error", path], args.repeat, size) if rg else None
-                one = es[jobs[0]]
-                fmt = lambda m: f"{m['best']:.0f} / {m['median']:.0f} [{m['cpu']:.0f}]"
-                row = [f"{size_mb} MiB, 1 in {density}", fmt(one)]
-                row += [fmt(es[j]) for j in jobs if j != 1]
-                row += [fmt(rgf) if rgf else "-", f"{lit['best']:.0f} / {lit['median']:.0f}" if lit else "-"]
-                row.append(f"{one['best'] / rgf['best']:.1f}x" if rgf else "-")
-                row.append(f"{es[2]['best'] / one['best']:.2f}x" if 2 in es else "-")
-                row.append(" / ".join(f"{es[j]['rss']:.0f} MiB" for j in jobs))
-                print("| " + " | ".join(row) + " |", flush=True)
+            subprocess.run(["cat", path], stdout=subprocess.DEVNULL, check=True)  # warm the page cache
+            extra = [a for c in catalogs for a in ("--catalog", c)]
+            es = {j: measure([errshim, "scan", "--json", "-j", str(j)] + extra + [path], args.repeat, size)
+                  for j in jobs}
+            with_rg = rg and not catalogs
+            rgf = measure([rg, "-c", "-f", pattern_file, path], args.repeat, size) if with_rg else None
+            lit = measure([rg, "-F", "-c", "Error", path], args.repeat, size) if with_rg else None
+            one = es[jobs[0]]
+            fmt = lambda m: f"{m['best']:.0f} / {m['median']:.0f} [{m['cpu']:.0f}]"
+            label = f"{size_mb} MiB, 1 in {density}"
+            if catalogs:
+                label += ", + " + " ".join(os.path.splitext(os.path.basename(c))[0] for c in catalogs)
+            row = [label, fmt(one)]
+            row += [fmt(es[j]) for j in jobs if j != 1]
+            row += [fmt(rgf) if rgf else "-", f"{lit['best']:.0f} / {lit['median']:.0f}" if lit else "-"]
+            row.append(f"{one['best'] / rgf['best']:.1f}x" if rgf else "-")
+            row.append(f"{es[2]['best'] / one['best']:.2f}x" if 2 in es else "-")
+            row.append(" / ".join(f"{es[j]['rss']:.0f} MiB" for j in jobs))
+            print("| " + " | ".join(row) + " |", flush=True)
     finally:
         if not args.keep:
             for p in made:

@@ -21,8 +21,10 @@
 #include <istream>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <system_error>
 #include <thread>
+#include <unordered_map>
 #include <utility>
 
 #if defined(__unix__) || defined(__APPLE__)
@@ -213,6 +215,28 @@ enum class Verdict {
 // Where a Scanner hands its blocks (which the receiver may move from).
 using BlockSink = std::function<void(ScanBlock& block)>;
 
+// The verdicts for block texts seen before (ScanOptions::match_cache_entries),
+// one per scanning thread. Full, it starts again empty: the bound costs a
+// log of many distinct errors only the hashing and the copies.
+class MatchCache {
+ public:
+  explicit MatchCache(const ScanOptions& options)
+      : max_entries_(options.match_cache_entries), max_text_(options.match_cache_text_bytes) {}
+
+  MatchResult match(const Catalog& catalog, const std::string& text, const Context& context) {
+    if (max_entries_ == 0 || text.size() > max_text_) return catalog.match(text, context);
+    if (const auto it = known_.find(text); it != known_.end()) return it->second;
+    MatchResult r = catalog.match(text, context);
+    if (known_.size() >= max_entries_) known_.clear();
+    known_.emplace(text, r);
+    return r;
+  }
+
+ private:
+  std::size_t max_entries_, max_text_;
+  std::unordered_map<std::string, MatchResult> known_;
+};
+
 class Scanner {
  public:
   Scanner(std::string_view file, const Catalog& catalog, const BlockSink& visit, const ScanOptions& options,
@@ -258,6 +282,9 @@ class Scanner {
   // Added to the line numbers of the blocks handed out (the numbers fed
   // count from the start of a part of the file).
   void set_line_offset(std::uint64_t offset) noexcept { line_offset_ = offset; }
+  // Where verdicts of texts seen before are kept; the cache must belong to
+  // the thread that feeds this scanner.
+  void set_cache(MatchCache* cache) noexcept { cache_ = cache; }
 
  private:
   struct Held {
@@ -454,7 +481,8 @@ class Scanner {
     b.truncated = truncated_ || text_.truncated();
     b.text = text_.take();
     text_ = BlockText(0);
-    MatchResult r = catalog_.match(b.text, options_.context);
+    MatchResult r = cache_ != nullptr ? cache_->match(catalog_, b.text, options_.context)
+                                      : catalog_.match(b.text, options_.context);
     b.diagnosis = std::move(r.diagnosis);
     b.problems = std::move(r.problems);
     ++stats_.blocks;
@@ -467,6 +495,7 @@ class Scanner {
   const BlockSink& visit_;
   const ScanOptions& options_;
   ScanStats& stats_;
+  MatchCache* cache_ = nullptr;
   std::string scratch_;
 
   bool open_ = false;
@@ -518,6 +547,7 @@ class Driver {
   // Line numbers the driver hands out start after `lines`.
   void set_sink(BlockSink sink) { sink_ = std::move(sink); }
   void set_line_offset(std::uint64_t offset) { scanner_.set_line_offset(offset); }
+  void set_cache(MatchCache* cache) { scanner_.set_cache(cache); }
   // Called with a range [lo, hi] of this driver's line numbers before each
   // of which no block was open for kLookBackLines lines or more; a nonzero
   // answer in the range stops run() (the parallel scan's hand-over).
@@ -707,16 +737,39 @@ struct Progress {
   }
 };
 
-}  // namespace
+// Blocks rendered into one buffer, written in pieces of whole blocks.
+struct Buffered {
+  explicit Buffered(const BlockOutput& o) : output(o) {}
+  const BlockOutput& output;
+  std::string bytes;
+  void add(const ScanBlock& b) {
+    output.render(b, bytes);
+    if (bytes.size() >= BlockOutput::kFlushBytes) flush();
+  }
+  void flush() {
+    if (bytes.empty()) return;
+    output.write(bytes);
+    bytes.clear();
+  }
+};
 
-ScanStats scan(std::istream& in, std::string_view file, const Catalog& catalog, const BlockVisitor& visit,
-               const ScanOptions& options) {
+// Where a file scan's blocks go: to the visitor, or rendered and written.
+struct Target {
+  const BlockVisitor* visit = nullptr;
+  const BlockOutput* output = nullptr;
+};
+
+// scan() on a stream, `region_done` called after each read's blocks.
+ScanStats scan_stream(std::istream& in, std::string_view file, const Catalog& catalog, const BlockVisitor& visit,
+                      const ScanOptions& options, const std::function<void()>& region_done) {
   ScanStats stats;
   Driver driver(file, catalog, options, [&](ScanBlock& b) {
     ++stats.blocks;
     if (b.diagnosis) ++stats.matched;
     visit(b);
   });
+  MatchCache cache(options);
+  driver.set_cache(&cache);
   const std::size_t max_line = std::max<std::size_t>(options.max_line_bytes, 256);
   Progress progress{options};
   // The buffer holds the unfinished last line of the previous read (at most
@@ -751,6 +804,7 @@ ScanStats scan(std::istream& in, std::string_view file, const Catalog& catalog, 
       tail = static_cast<const char*>(last) + 1;
       driver.run(b, tail, false);
       driver.end_region();
+      if (region_done) region_done();
     }
     const std::size_t rest = static_cast<std::size_t>(e - tail);
     if (rest > max_line) {
@@ -769,9 +823,23 @@ ScanStats scan(std::istream& in, std::string_view file, const Catalog& catalog, 
     driver.run(buf.data(), buf.data() + have, true);
   }
   driver.finish();
+  if (region_done) region_done();
   stats.lines = driver.lines();
   progress.end(stats.bytes);
   return stats;
+}
+
+}  // namespace
+
+ScanStats scan(std::istream& in, std::string_view file, const Catalog& catalog, const BlockVisitor& visit,
+               const ScanOptions& options) {
+  return scan_stream(in, file, catalog, visit, options, nullptr);
+}
+
+ScanStats scan(std::istream& in, std::string_view file, const Catalog& catalog, const BlockOutput& output,
+               const ScanOptions& options) {
+  Buffered out(output);
+  return scan_stream(in, file, catalog, [&](const ScanBlock& b) { out.add(b); }, options, [&] { out.flush(); });
 }
 
 // ------------------------------------------------------------ files
@@ -837,32 +905,36 @@ std::vector<std::pair<const char*, const char*>> split_lines(const char* b, cons
   return out;
 }
 
-struct Emitter {
-  const BlockVisitor& visit;
-  ScanStats& stats;
-  void operator()(ScanBlock& b) const {
-    ++stats.blocks;
-    if (b.diagnosis) ++stats.matched;
-    visit(b);
-  }
-};
-
 ScanStats scan_mapped_serial(Mapping& map, std::size_t size, const std::string& path, const Catalog& catalog,
-                             const BlockVisitor& visit, const ScanOptions& options) {
+                             const Target& target, const ScanOptions& options) {
   constexpr std::size_t kRegion = 8u << 20;
   ScanStats stats;
   stats.bytes = size;
-  Driver driver(path, catalog, options, Emitter{visit, stats});
+  std::optional<Buffered> out;
+  if (target.output != nullptr) out.emplace(*target.output);
+  Driver driver(path, catalog, options, [&](ScanBlock& b) {
+    ++stats.blocks;
+    if (b.diagnosis) ++stats.matched;
+    if (out) {
+      out->add(b);
+    } else {
+      (*target.visit)(b);
+    }
+  });
+  MatchCache cache(options);
+  driver.set_cache(&cache);
   Progress progress{options};
   const char* const base = map.data();
   const auto regions = split_lines(base, base + size, kRegion);
   for (std::size_t i = 0; i < regions.size(); ++i) {
     driver.run(regions[i].first, regions[i].second, i + 1 == regions.size());
     driver.end_region();
+    if (out) out->flush();
     map.release_before(regions[i].second);
     progress(static_cast<std::uint64_t>(regions[i].second - base));
   }
   driver.finish();
+  if (out) out->flush();
   stats.lines = driver.lines();
   progress.end(size);
   return stats;
@@ -885,6 +957,15 @@ struct Part {
   std::exception_ptr error;
 };
 
+// The blocks handed out for one part, with their final line numbers, to be
+// rendered by a worker and written in order.
+struct Unit {
+  std::vector<ScanBlock> blocks;
+  std::string bytes;
+  bool rendered = false;
+  std::exception_ptr error;
+};
+
 // The first line in [lo, hi] (numbered from the part's start) before which
 // the part's own scan had no block open for kLookBackLines lines, or 0.
 // From such a line on, a scan that came from the part before and one that
@@ -904,14 +985,16 @@ std::uint64_t first_quiet(const std::vector<std::pair<std::uint64_t, std::uint64
 // in log order. At each split, the scan coming from the part before (whose
 // state is exact) goes on into the next part until both are quiet at the
 // same line (usually a few lines in); from there on the part's own results
-// are the same as a continued scan's, and its scanner goes on.
+// are the same as a continued scan's, and its scanner goes on. With an
+// output, the blocks handed out for a part are rendered by a worker (a
+// unit), and this thread writes the units in order.
 ScanStats scan_mapped_parallel(Mapping& map, std::size_t size, unsigned threads, std::size_t part_bytes,
-                               const std::string& path, const Catalog& catalog, const BlockVisitor& visit,
+                               const std::string& path, const Catalog& catalog, const Target& target,
                                const ScanOptions& options) {
   ScanStats stats;
   stats.bytes = size;
   const char* const base = map.data();
-  if (part_bytes == 0) part_bytes = std::clamp<std::size_t>(size / (threads * 4u), 1u << 20, 4u << 20);
+  if (part_bytes == 0) part_bytes = std::clamp<std::size_t>(size / (threads * 4u), 1u << 20, 2u << 20);
   // Part i starts after the first '\n' at or after i * part_bytes (part 0
   // at 0), found by the worker that takes it: finding them all up front
   // would touch the whole file at once, and looking at the byte before would
@@ -923,21 +1006,51 @@ ScanStats scan_mapped_parallel(Mapping& map, std::size_t size, unsigned threads,
     const void* nl = std::memchr(base + at, '\n', size - at);
     return nl != nullptr ? static_cast<const char*>(nl) + 1 : base + size;
   };
-  // Parts scanned ahead of the one handed out, bounding memory.
+  // Parts scanned ahead of the one handed out, and units not yet written,
+  // bounding memory.
   const std::size_t window = std::size_t{threads} + 2;
+  const std::size_t max_units = threads;
   std::mutex mu;
   std::condition_variable cv;
   std::size_t next = 0, handed = 0;
   bool stop = false;
+  std::deque<Unit> units;       // handed out, not yet written; a deque keeps the others in place
+  std::deque<Unit*> to_render;  // the workers' turn, before scanning further
+  std::vector<std::string> spare;  // written units' buffers, reused: no regrowing, no fresh pages
+
+  const auto render = [&](Unit& u) {
+    try {
+      for (const ScanBlock& b : u.blocks) target.output->render(b, u.bytes);
+    } catch (...) {
+      u.error = std::current_exception();
+    }
+    std::vector<ScanBlock>().swap(u.blocks);  // (`= {}` would keep the capacity)
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      u.rendered = true;
+    }
+    cv.notify_all();
+  };
 
   const auto work = [&] {
+    MatchCache cache(options);
     for (;;) {
-      std::size_t i;
+      std::size_t i = 0;
+      Unit* unit = nullptr;
       {
         std::unique_lock<std::mutex> lock(mu);
-        cv.wait(lock, [&] { return stop || next >= parts.size() || next < handed + window; });
-        if (stop || next >= parts.size()) return;
-        i = next++;
+        cv.wait(lock, [&] { return stop || !to_render.empty() || (next < parts.size() && next < handed + window); });
+        if (stop) return;
+        if (!to_render.empty()) {
+          unit = to_render.front();
+          to_render.pop_front();
+        } else {
+          i = next++;
+        }
+      }
+      if (unit != nullptr) {
+        render(*unit);
+        continue;
       }
       Part& part = parts[i];
       try {
@@ -947,6 +1060,7 @@ ScanStats scan_mapped_parallel(Mapping& map, std::size_t size, unsigned threads,
         auto driver = std::make_unique<Driver>(path, catalog, options, nullptr);
         Driver* d = driver.get();
         driver->set_sink([&part, d](ScanBlock& b) { part.blocks.push_back(Part::Found{std::move(b), d->opened_at()}); });
+        driver->set_cache(&cache);
         driver->record_active();
         driver->run(part.begin, part.end, part.final);
         driver->end_region();
@@ -975,11 +1089,57 @@ ScanStats scan_mapped_parallel(Mapping& map, std::size_t size, unsigned threads,
     for (std::thread& t : pool) t.join();
     pool.clear();
   };
+
+  Unit pending;  // the blocks handed out since the last unit
+  const auto emit = [&](ScanBlock& b) {
+    ++stats.blocks;
+    if (b.diagnosis) ++stats.matched;
+    if (target.output != nullptr) {
+      pending.blocks.push_back(std::move(b));
+    } else {
+      (*target.visit)(b);
+    }
+  };
+  const auto hand_out = [&] {
+    if (pending.blocks.empty()) return;
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      units.push_back(std::move(pending));
+      if (!spare.empty()) {
+        units.back().bytes = std::move(spare.back());
+        spare.pop_back();
+      }
+      to_render.push_back(&units.back());
+    }
+    pending = Unit{};
+    cv.notify_all();
+  };
+  // Writes the units rendered at the front, waiting while more than `keep`
+  // are left.
+  const auto write_units = [&](std::size_t keep) {
+    for (;;) {
+      Unit* u = nullptr;
+      {
+        std::unique_lock<std::mutex> lock(mu);
+        if (units.empty()) return;
+        if (units.size() > keep) cv.wait(lock, [&] { return units.front().rendered; });
+        if (!units.front().rendered) return;
+        u = &units.front();
+      }
+      if (u->error) std::rethrow_exception(u->error);
+      target.output->write(u->bytes);
+      u->bytes.clear();
+      std::lock_guard<std::mutex> lock(mu);
+      if (spare.size() <= max_units) spare.push_back(std::move(u->bytes));
+      units.pop_front();
+    }
+  };
+
   const unsigned n_threads = static_cast<unsigned>(std::min<std::size_t>(threads, parts.size()));
   try {
     for (unsigned t = 0; t < n_threads; ++t) pool.emplace_back(work);
     Progress progress{options};
-    const Emitter emit{visit, stats};
+    MatchCache cache(options);  // for the scanner this thread takes over
     std::unique_ptr<Driver> current;
     std::uint64_t current_base = 0;  // lines before the part the current driver started in
     std::uint64_t lines_before = 0;  // lines before part i
@@ -1014,20 +1174,27 @@ ScanStats scan_mapped_parallel(Mapping& map, std::size_t size, unsigned threads,
         current_base = lines_before;
         current->set_line_offset(current_base);
         current->set_sink(emit);
+        current->set_cache(&cache);
       }
-      part.blocks = {};
+      // Swapped out: `= {}` keeps the capacity, and every part handed out
+      // would hold on to its own.
+      std::vector<Part::Found>().swap(part.blocks);
       part.driver.reset();
       map.release_before(part.end);
       lines_before += part.lines;
+      hand_out();
       {
         std::lock_guard<std::mutex> lock(mu);
         handed = i + 1;
       }
       cv.notify_all();
+      if (target.output != nullptr) write_units(max_units);
       progress(static_cast<std::uint64_t>(part.end - base));
     }
-    join();
     if (current) current->finish();
+    hand_out();
+    if (target.output != nullptr) write_units(0);
+    join();
     stats.lines = lines_before;
     progress.end(size);
   } catch (...) {
@@ -1089,13 +1256,16 @@ class FdBuf : public std::streambuf {
 
 }  // namespace
 
-ScanStats scan_file(const std::string& path, const Catalog& catalog, const BlockVisitor& visit,
-                    const ScanOptions& options) {
-  return detail::scan_file_parts(path, catalog, visit, options, options.threads, 0);
+namespace {
+
+ScanStats scan_stream_to(std::istream& in, const std::string& path, const Catalog& catalog, const Target& target,
+                         const ScanOptions& options) {
+  return target.output != nullptr ? scan(in, path, catalog, *target.output, options)
+                                  : scan(in, path, catalog, *target.visit, options);
 }
 
-ScanStats detail::scan_file_parts(const std::string& path, const Catalog& catalog, const BlockVisitor& visit,
-                                  const ScanOptions& options, unsigned threads, std::size_t part_bytes) {
+ScanStats scan_path(const std::string& path, const Catalog& catalog, const Target& target,
+                    const ScanOptions& options, unsigned threads, std::size_t part_bytes) {
 #if ERRSHIM_SCAN_MMAP
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) cannot_read(path, errno);
@@ -1108,14 +1278,14 @@ ScanStats detail::scan_file_parts(const std::string& path, const Catalog& catalo
     if (map.data() != nullptr) {
       if (threads == 0)
         threads = size >= ScanOptions::kParallelFrom ? std::max(1u, std::thread::hardware_concurrency()) : 1u;
-      if (threads > 1) return scan_mapped_parallel(map, size, threads, part_bytes, path, catalog, visit, options);
-      return scan_mapped_serial(map, size, path, catalog, visit, options);
+      if (threads > 1) return scan_mapped_parallel(map, size, threads, part_bytes, path, catalog, target, options);
+      return scan_mapped_serial(map, size, path, catalog, target, options);
     }
   } else {
     // Not mappable (a FIFO, an empty or /proc file): read as a stream.
     FdBuf buf(fd);
     std::istream in(&buf);
-    const ScanStats stats = scan(in, path, catalog, visit, options);
+    const ScanStats stats = scan_stream_to(in, path, catalog, target, options);
     if (buf.error() != 0) cannot_read(path, buf.error());
     return stats;
   }
@@ -1126,7 +1296,29 @@ ScanStats detail::scan_file_parts(const std::string& path, const Catalog& catalo
   // A failed mapping, or no mappings on this platform: a stream.
   std::ifstream in(path, std::ios::binary);
   if (!in) cannot_read(path, errno);
-  return scan(in, path, catalog, visit, options);
+  return scan_stream_to(in, path, catalog, target, options);
+}
+
+}  // namespace
+
+ScanStats scan_file(const std::string& path, const Catalog& catalog, const BlockVisitor& visit,
+                    const ScanOptions& options) {
+  return scan_path(path, catalog, Target{&visit, nullptr}, options, options.threads, 0);
+}
+
+ScanStats scan_file(const std::string& path, const Catalog& catalog, const BlockOutput& output,
+                    const ScanOptions& options) {
+  return scan_path(path, catalog, Target{nullptr, &output}, options, options.threads, 0);
+}
+
+ScanStats detail::scan_file_parts(const std::string& path, const Catalog& catalog, const BlockVisitor& visit,
+                                  const ScanOptions& options, unsigned threads, std::size_t part_bytes) {
+  return scan_path(path, catalog, Target{&visit, nullptr}, options, threads, part_bytes);
+}
+
+ScanStats detail::scan_file_parts(const std::string& path, const Catalog& catalog, const BlockOutput& output,
+                                  const ScanOptions& options, unsigned threads, std::size_t part_bytes) {
+  return scan_path(path, catalog, Target{nullptr, &output}, options, threads, part_bytes);
 }
 
 std::string to_json(const ScanBlock& b) { return detail::json_of(b); }

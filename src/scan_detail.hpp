@@ -13,5 +13,7 @@ namespace errshim::detail {
 // test can put splits anywhere in a small log.
 ScanStats scan_file_parts(const std::string& path, const Catalog& catalog, const BlockVisitor& visit,
                           const ScanOptions& options, unsigned threads, std::size_t part_bytes);
+ScanStats scan_file_parts(const std::string& path, const Catalog& catalog, const BlockOutput& output,
+                          const ScanOptions& options, unsigned threads, std::size_t part_bytes);
 
 }  // namespace errshim::detail

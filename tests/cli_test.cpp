@@ -1,10 +1,14 @@
 // The errshim command line, run as a user runs it: exit codes, text and JSON.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cstddef>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <string>
+#include <vector>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -330,6 +334,74 @@ TEST(Cli, ScanTextReportEscapesControlCharacters) {
   EXPECT_EQ(r.out.find("\xC2\x9B"), std::string::npos) << r.out;  // U+009B, CSI in 8 bits
   EXPECT_NE(r.out.find(R"(failed \x1B]0;owned\x07 \x1B[2J\x1B[31mred back \u009B 1m \x9B)"), std::string::npos)
       << r.out;
+}
+
+// scan --json -j 2 cuts the file into parts of 1 MiB, scanned and rendered
+// on two threads: its output is byte for byte that of -j 1, with a traceback
+// across each split, an ERROR record above each, and repeated texts (which
+// the verdict cache serves) among unique ones.
+TEST(Cli, ScanJsonInParallelWritesWhatOneThreadWrites) {
+  const auto f = std::filesystem::temp_directory_path() / ("errshim_cli_par." + std::to_string(getpid()) + ".log");
+  std::size_t tracebacks = 0;
+  {
+    std::string log;
+    const std::size_t mib = 1u << 20;
+    for (std::size_t i = 0; log.size() < 6 * mib; ++i) {
+      const std::size_t to_split = mib - log.size() % mib;
+      if (to_split < 300 || i % 37 == 0) {
+        // A split point falls inside this block when it is near one.
+        log += "2026-11-30 10:00:00,000 ERROR server - request " + std::to_string(i % 3 == 0 ? 7 : i) + " failed\n";
+        log += "Traceback (most recent call last):\n  File \"/app/a.py\", line 12, in handle\n    run()\n";
+        log += "  File \"/app/b.py\", line 3, in run\n    raise ValueError(x)\n";
+        log += i % 2 == 0 ? "ValueError: bad input\n" : "KeyError: 'k" + std::to_string(i % 5) + "'\n";
+        ++tracebacks;
+      } else {
+        log += "2026-11-30 10:00:00,000 INFO server - handled request " + std::to_string(i) + " in 12ms\n";
+      }
+    }
+    std::ofstream(f, std::ios::binary) << log;
+  }
+  const CliRun one = cli("scan --json -j 1 " + f.string());
+  const CliRun two = cli("scan --json -j 2 " + f.string());
+  std::filesystem::remove(f);
+  EXPECT_EQ(one.code, two.code);
+  EXPECT_GE(static_cast<std::size_t>(std::count(one.out.begin(), one.out.end(), '\n')), tracebacks);
+  EXPECT_TRUE(one.out == two.out) << "-j 1 and -j 2 differ, " << one.out.size() << " and " << two.out.size()
+                                  << " bytes";
+}
+
+// A block whose text was seen before is written from the earlier JSON line
+// (scan's repeat cache): the same line but for its own number, here at line
+// numbers of 1 to 4 digits, on standard input and in a file.
+TEST(Cli, ScanJsonRepeatedBlocksCarryTheirOwnLineNumbers) {
+  const std::string block =
+      "Traceback (most recent call last):\n  File \"/app/a.py\", line 12, in handle\nValueError: bad input\n";
+  std::string log;
+  std::vector<std::size_t> starts;
+  for (const std::size_t at : {1u, 9u, 95u, 998u, 1003u}) {
+    while (std::count(log.begin(), log.end(), '\n') + 1 < static_cast<std::ptrdiff_t>(at))
+      log += "INFO server - ok\n";
+    starts.push_back(at);
+    log += block;
+  }
+  const auto f = std::filesystem::temp_directory_path() / ("errshim_cli_rep." + std::to_string(getpid()) + ".log");
+  std::ofstream(f, std::ios::binary) << log;
+  const CliRun file = cli("scan --json " + f.string());
+  std::filesystem::remove(f);
+  const CliRun in = cli("scan --json -", log);
+  for (const CliRun* r : {&file, &in}) {
+    std::vector<std::string> lines;
+    std::istringstream s(r->out);
+    for (std::string l; std::getline(s, l);) lines.push_back(l);
+    ASSERT_EQ(lines.size(), starts.size()) << r->out;
+    for (std::size_t i = 0; i < lines.size(); ++i) {
+      std::string want = lines[0];
+      const std::string first = "\"line\": 1, ";
+      ASSERT_NE(want.rfind(first), std::string::npos) << want;  // the block's, after the entry's source line
+      want.replace(want.rfind(first), first.size(), "\"line\": " + std::to_string(starts[i]) + ", ");
+      EXPECT_EQ(lines[i], want) << i;
+    }
+  }
 }
 
 TEST(Cli, VersionAndHelp) {

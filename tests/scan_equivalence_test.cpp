@@ -11,6 +11,7 @@
 #include <random>
 #include <sstream>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <unistd.h>
@@ -102,6 +103,55 @@ Result fast_file(const TempLog& file, const ScanOptions& options, unsigned threa
   return r;
 }
 
+// A scan through BlockOutput: each block's description and a separator,
+// rendered (on the workers when parallel) and written in pieces.
+struct Written {
+  std::string bytes;
+  std::size_t writes = 0;
+  ScanStats stats;
+};
+
+constexpr char kEndOfBlock = '\x1e';
+
+errshim::BlockOutput output_to(Written& w, const std::string& path) {
+  errshim::BlockOutput out;
+  out.render = [path](const ScanBlock& b, std::string& bytes) {
+    ScanBlock c = b;
+    if (c.file == path) c.file = "x.log";
+    bytes += describe(c);
+    bytes += kEndOfBlock;
+  };
+  out.write = [&w](std::string_view bytes) {
+    // Whole blocks only, never an empty write.
+    EXPECT_FALSE(bytes.empty());
+    EXPECT_EQ(bytes.empty() ? '\0' : bytes.back(), kEndOfBlock);
+    w.bytes += bytes;
+    ++w.writes;
+  };
+  return out;
+}
+
+Written written_stream(const std::string& log, const ScanOptions& options) {
+  Written w;
+  std::istringstream in(log);
+  w.stats = errshim::scan(in, "x.log", catalog(), output_to(w, "x.log"), options);
+  return w;
+}
+
+Written written_file(const TempLog& file, const ScanOptions& options, unsigned threads, std::size_t part_bytes) {
+  Written w;
+  w.stats = errshim::detail::scan_file_parts(file.path(), catalog(), output_to(w, file.path()), options, threads,
+                                             part_bytes);
+  return w;
+}
+
+void expect_same_bytes(const Result& want, const Written& got, const std::string& how) {
+  EXPECT_EQ(stats_of(want.stats), stats_of(got.stats)) << how;
+  std::string bytes;
+  for (const std::string& b : want.blocks) bytes += b + kEndOfBlock;
+  EXPECT_EQ(bytes, got.bytes) << how;
+}
+
 void expect_same(const Result& want, const Result& got, const std::string& how) {
   EXPECT_EQ(stats_of(want.stats), stats_of(got.stats)) << how;
   ASSERT_EQ(want.blocks.size(), got.blocks.size()) << how;
@@ -119,6 +169,15 @@ void expect_equivalent(const std::string& log, const ScanOptions& options, const
     for (const unsigned threads : {2u, 3u})
       expect_same(want, fast_file(file, options, threads, part),
                   name + " parallel j" + std::to_string(threads) + " part " + std::to_string(part));
+  // Rendered and written instead of visited: the same bytes in log order.
+  expect_same_bytes(want, written_stream(log, options), name + " stream output");
+  expect_same_bytes(want, written_file(file, options, 1, 0), name + " file output");
+  for (const std::size_t part : {std::size_t{97}, std::size_t{600}})
+    expect_same_bytes(want, written_file(file, options, 2, part), name + " parallel output part " + std::to_string(part));
+  // Without the verdict cache: the cache changes nothing.
+  ScanOptions uncached = options;
+  uncached.match_cache_entries = 0;
+  expect_same(want, fast_file(file, uncached, 2, 600), name + " parallel uncached");
 }
 
 std::string read(const std::string& path) {

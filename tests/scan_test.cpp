@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
+
 #include <cstdint>
 #include <fstream>
 #include <ostream>
@@ -13,6 +15,7 @@
 #include <thread>
 #include <vector>
 
+#include <malloc.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -20,6 +23,7 @@
 #include <errshim/fingerprint.hpp>
 #include <errshim/scan.hpp>
 
+#include "scan_detail.hpp"
 #include "test_catalogs.hpp"
 
 namespace {
@@ -461,6 +465,42 @@ TEST(Scan, UnmatchedGroupsAreBounded) {
   EXPECT_NE(summary.to_text().find("90 more unrecognised block(s)"), std::string::npos);
 }
 
+// ------------------------------------------------------------ the verdict cache
+
+const char* const kOom =
+    "Traceback (most recent call last):\n"
+    "  File \"a.py\", line 1, in <module>\n"
+    "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of "
+    "7.79 GiB of which 1.00 GiB is free.\n";
+// The same first lines, another verdict (nothing knows it).
+const char* const kSameHeadUnknown =
+    "Traceback (most recent call last):\n"
+    "  File \"a.py\", line 1, in <module>\n"
+    "KeyError: zzz\n";
+
+// A text seen before gets its verdict again, and the block stays its own:
+// its line, and for another text of the same head, its own verdict; a cache
+// of one entry (emptied at each new text) gives the same.
+TEST(Scan, RepeatedBlockTextsKeepTheirOwnPlaceAndVerdict) {
+  std::string log;
+  for (int i = 0; i < 3; ++i) log += std::string("INFO a\n") + kOom + "INFO b\n" + kSameHeadUnknown;
+  errshim::ScanOptions uncached;
+  uncached.match_cache_entries = 0;
+  errshim::ScanOptions tiny;
+  tiny.match_cache_entries = 1;
+  const auto want = scan_text(log, uncached);
+  ASSERT_EQ(want.size(), 6u);
+  for (const errshim::ScanOptions& options : {errshim::ScanOptions{}, tiny}) {
+    const auto got = scan_text(log, options);
+    ASSERT_EQ(got.size(), want.size());
+    for (std::size_t i = 0; i < got.size(); ++i) {
+      EXPECT_EQ(got[i].line, 2 + 4 * i) << i;
+      EXPECT_EQ(id_of(got[i]), i % 2 == 0 ? "libtorch.memory.cuda_oom" : "<unmatched>") << i;
+      EXPECT_EQ(errshim::to_json(got[i]), errshim::to_json(want[i])) << i;
+    }
+  }
+}
+
 // ------------------------------------------------------------ JSON
 
 TEST(Scan, JsonLineHasTheExplainFieldsPlusWhere) {
@@ -548,21 +588,36 @@ TEST(ScanFile, ProgressEndsAtTheFileSize) {
   EXPECT_EQ(stats.bytes, static_cast<std::uint64_t>(st.st_size));
 }
 
-// A visitor's exception ends a parallel scan too (the workers are stopped
-// and joined), and nothing after the throwing block is visited.
-TEST(ScanFile, AVisitorExceptionStopsAParallelScan) {
-  char dir[] = "/tmp/errshim-scanfile-XXXXXX";
-  ASSERT_NE(mkdtemp(dir), nullptr);
-  const std::string path = std::string(dir) + "/big.log";
-  {
-    std::ofstream out(path, std::ios::binary);
+// A 4 MiB log with a one-line block every 100 lines, deleted at the end.
+class BigLog {
+ public:
+  BigLog() {
+    char dir[] = "/tmp/errshim-scanfile-XXXXXX";
+    if (mkdtemp(dir) == nullptr) throw std::runtime_error("mkdtemp failed");
+    dir_ = dir;
+    path_ = dir_ + "/big.log";
+    std::ofstream out(path_, std::ios::binary);
     const std::string noise(100, 'n');
     for (int i = 0; i < 40000; ++i) out << noise << "\n" << (i % 100 == 0 ? "RuntimeError: x\n" : "");
   }
+  ~BigLog() {
+    unlink(path_.c_str());
+    rmdir(dir_.c_str());
+  }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string dir_, path_;
+};
+
+// A visitor's exception ends a parallel scan too (the workers are stopped
+// and joined), and nothing after the throwing block is visited.
+TEST(ScanFile, AVisitorExceptionStopsAParallelScan) {
+  const BigLog log;
   errshim::ScanOptions options;
   options.threads = 2;
   int calls = 0;
-  EXPECT_THROW(errshim::scan_file(path, catalog(),
+  EXPECT_THROW(errshim::scan_file(log.path(), catalog(),
                                   [&](const ScanBlock&) {
                                     ++calls;
                                     throw std::runtime_error("stop");
@@ -570,8 +625,58 @@ TEST(ScanFile, AVisitorExceptionStopsAParallelScan) {
                                   options),
                std::runtime_error);
   EXPECT_EQ(calls, 1);
+}
+
+// A parallel scan holds what the parts ahead of the one handed out hold,
+// whatever the file's length: a part handed out keeps nothing (it kept its
+// blocks' storage, the heap growing with the file).
+#if defined(__GLIBC__)
+TEST(ScanFile, AParallelScanHoldsNoMoreAtTheEndThanNearTheStart) {
+  char dir[] = "/tmp/errshim-scanfile-XXXXXX";
+  ASSERT_NE(mkdtemp(dir), nullptr);
+  const std::string path = std::string(dir) + "/many.log";
+  {
+    std::ofstream out(path, std::ios::binary);
+    for (int i = 0; i < 40000; ++i) out << "INFO ok\nRuntimeError: x\n";
+  }
+  const auto in_use = [] {
+    const struct mallinfo2 m = mallinfo2();
+    return m.uordblks + m.hblkhd;
+  };
+  std::size_t blocks = 0, early = 0, late = 0;
+  const auto stats = errshim::detail::scan_file_parts(
+      path, catalog(),
+      [&](const ScanBlock&) {
+        ++blocks;
+        if (blocks == 2000) early = in_use();
+        if (blocks == 39000) late = in_use();
+      },
+      {}, 2, 4096);
   unlink(path.c_str());
   rmdir(dir);
+  ASSERT_EQ(stats.blocks, 40000u);
+  EXPECT_LT(late, early + (2u << 20)) << "held at block 2000: " << early << " bytes, at block 39000: " << late;
+}
+#endif
+
+// The same for an output: a block that cannot be rendered (on a worker)
+// ends the scan with its exception, and nothing is written after it.
+TEST(ScanFile, ARenderExceptionStopsAParallelScan) {
+  const BigLog log;
+  errshim::ScanOptions options;
+  options.threads = 2;
+  std::atomic<int> renders{0};
+  int writes = 0;
+  errshim::BlockOutput output;
+  output.render = [&](const ScanBlock& b, std::string& out) {
+    ++renders;
+    if (b.line == 2) throw std::runtime_error("stop");  // the first block
+    out += std::to_string(b.line) + "\n";
+  };
+  output.write = [&](std::string_view) { ++writes; };
+  EXPECT_THROW(errshim::scan_file(log.path(), catalog(), output, options), std::runtime_error);
+  EXPECT_EQ(writes, 0);  // the first part's unit holds the failed block
+  EXPECT_GT(renders.load(), 0);
 }
 
 }  // namespace

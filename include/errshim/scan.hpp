@@ -73,6 +73,12 @@ struct ScanOptions {
   // kParallelFrom bytes or more, else 1. scan() on a stream uses one.
   unsigned threads = 0;
   static constexpr std::uint64_t kParallelFrom = 64u << 20;
+  // Verdicts kept per scanning thread for block texts seen before (a log
+  // repeats its errors word for word): a block whose text equals an earlier
+  // one's gets the same diagnosis and problems without matching again.
+  // Texts over match_cache_text_bytes are not kept. 0 entries: no cache.
+  std::size_t match_cache_entries = 128;
+  std::size_t match_cache_text_bytes = 8u << 10;
 };
 
 struct ScanStats {
@@ -83,6 +89,21 @@ struct ScanStats {
 };
 
 using BlockVisitor = std::function<void(const ScanBlock& block)>;
+
+// Output made from each block, for when making it costs about as much as
+// finding the block (`errshim scan --json`): scan_file() with threads calls
+// `render` on its scanning threads, and the bytes still come out in log order.
+struct BlockOutput {
+  // Appends the bytes for `block` to `out`. Called from several threads at
+  // once when scan_file() runs threads: it must not touch shared state
+  // unguarded.
+  std::function<void(const ScanBlock& block, std::string& out)> render;
+  // Called on the calling thread in log order with the bytes of whole blocks:
+  // at the end of each read of a stream, each part of a file, and whenever
+  // kFlushBytes have gathered.
+  std::function<void(std::string_view bytes)> write;
+  static constexpr std::size_t kFlushBytes = 1u << 20;
+};
 
 // Reads `in` to its end and calls `visit` for each error block, in log
 // order. What is recognised as a block: Python tracebacks (from the
@@ -105,6 +126,13 @@ ScanStats scan(std::istream& in, std::string_view file, const Catalog& catalog, 
 // and scanned with options.threads threads. Blocks name the file `path`.
 // Throws std::system_error when the file cannot be opened or read.
 ScanStats scan_file(const std::string& path, const Catalog& catalog, const BlockVisitor& visit,
+                    const ScanOptions& options = {});
+
+// The same two, with each block rendered by `output.render` and written by
+// `output.write` instead of visited. Throws what they throw.
+ScanStats scan(std::istream& in, std::string_view file, const Catalog& catalog, const BlockOutput& output,
+               const ScanOptions& options = {});
+ScanStats scan_file(const std::string& path, const Catalog& catalog, const BlockOutput& output,
                     const ScanOptions& options = {});
 
 // One line of JSON for a block: the object `errshim explain --json` prints,

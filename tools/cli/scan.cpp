@@ -10,6 +10,9 @@
 #include <iostream>
 #include <memory>
 #include <optional>
+#include <string_view>
+#include <system_error>
+#include <unordered_map>
 
 #include <sys/stat.h>
 #include <unistd.h>
@@ -57,6 +60,61 @@ std::uint64_t input_size(const std::string& input) {
   const int rc = input == "-" ? fstat(STDIN_FILENO, &st) : stat(input.c_str(), &st);
   return (rc == 0 && S_ISREG(st.st_mode)) ? static_cast<std::uint64_t>(st.st_size) : 0;
 }
+
+// A log says the same error many times, and a repeated block's JSON line
+// differs from the earlier one's only in its line number. Per thread, the
+// line of a text seen twice is kept cut around that number, and later blocks
+// of the same text, file, kind and size are written from the cut. The cut is
+// checked when it is made: the block rendered again at another line number
+// must differ in that number alone, whatever writes the JSON.
+class RepeatCache {
+ public:
+  template <class Render>
+  void append(const errshim::ScanBlock& b, std::string& out, const Render& render) {
+    if (b.text.size() > kMaxText || b.line > kMaxLine) return render(b, out);
+    std::string key = fmt::format("{}\n{}\n{}\n{}\n", b.file, errshim::to_string(b.kind), b.lines, b.truncated);
+    key += b.text;
+    auto it = known_.find(key);
+    if (it != known_.end() && it->second.state == State::cut) {
+      out += it->second.head;
+      out += std::to_string(b.line);
+      out += it->second.tail;
+      return;
+    }
+    const std::size_t start = out.size();
+    render(b, out);
+    if (it == known_.end()) {
+      if (known_.size() >= kMaxEntries) known_.clear();
+      known_.emplace(std::move(key), Seen{});
+      return;
+    }
+    if (it->second.state != State::once) return;
+    it->second.state = State::uncut;
+    errshim::ScanBlock other = b;
+    other.line = b.line * 10 + 7;  // another number, of another length
+    std::string again;
+    render(other, again);
+    const std::string_view one(out.data() + start, out.size() - start);
+    const std::string a = std::to_string(b.line), o = std::to_string(other.line);
+    std::size_t p = 0;
+    while (p < one.size() && p < again.size() && one[p] == again[p]) ++p;
+    while (p > 0 && one[p - 1] >= '0' && one[p - 1] <= '9') --p;
+    if (one.compare(p, a.size(), a) != 0 || again.compare(p, o.size(), o) != 0 ||
+        one.substr(p + a.size()) != std::string_view(again).substr(p + o.size()))
+      return;
+    it->second = Seen{State::cut, std::string(one.substr(0, p)), std::string(one.substr(p + a.size()))};
+  }
+
+ private:
+  static constexpr std::size_t kMaxEntries = 128, kMaxText = 8u << 10;
+  static constexpr std::uint64_t kMaxLine = std::uint64_t{1} << 58;
+  enum class State { once, uncut, cut };
+  struct Seen {
+    State state = State::once;
+    std::string head, tail;
+  };
+  std::unordered_map<std::string, Seen> known_;
+};
 
 struct ScanOpts {
   CatalogOptions catalog;
@@ -124,6 +182,34 @@ int scan(const ScanOpts& a) {
   options.context = context_of(a.catalog);
   options.threads = a.jobs;
   std::uint64_t matched = 0;
+  // A block's line is its JSON with the catalog named inside, as
+  // with_catalog() writes it: the closing part is the same for every block,
+  // so it is worked out once from a stand-in object.
+  const std::string stand_in = "{\"x\": 0";
+  const std::string catalog_tail = with_catalog(stand_in + "}", *catalog).substr(stand_in.size());
+  errshim::BlockOutput json_out;
+  const auto render = [&](const errshim::ScanBlock& block, std::string& out) {
+    std::string object = errshim::to_json(block);
+    if (!object.empty() && object.back() == '}') {
+      out.append(object, 0, object.size() - 1);
+      out += catalog_tail;
+    } else {
+      out += with_catalog(std::move(object), *catalog);
+    }
+    out += '\n';
+  };
+  json_out.render = [&](const errshim::ScanBlock& block, std::string& out) {
+    thread_local RepeatCache repeats;  // render runs on the scanning threads
+    repeats.append(block, out, render);
+  };
+  std::unique_ptr<ProgressBar> bar;
+  json_out.write = [&](std::string_view bytes) {
+    bar.reset();  // a JSON line never lands on top of the bar
+    // Whole blocks, as they are ready (per read of a stream, per part of a
+    // file): a reader (jq, a pipeline) sees them without waiting for the end.
+    if (std::fwrite(bytes.data(), 1, bytes.size(), stdout) != bytes.size() || std::fflush(stdout) != 0)
+      throw std::system_error(errno, std::generic_category(), "cannot write standard output");
+  };
   for (const std::string& input : inputs) {
     const bool from_stdin = input == "-";
     std::ifstream file;
@@ -135,19 +221,24 @@ int scan(const ScanOpts& a) {
     }
     const std::string name = from_stdin ? "<stdin>" : input;
     const std::uint64_t size = input_size(input);
-    std::optional<ProgressBar> bar;
-    if (bar_allowed && size >= kProgressFrom) bar.emplace(name, size);
+    bar.reset();
+    if (bar_allowed && size >= kProgressFrom) bar = std::make_unique<ProgressBar>(name, size);
     options.on_progress = nullptr;
-    if (bar) options.on_progress = std::ref(*bar);
-    const auto visit = [&](const errshim::ScanBlock& block) {
-      if (!a.json) return summary.add(block);
-      bar.reset();  // a JSON line never lands on top of the bar
-      fmt::print("{}\n", with_catalog(errshim::to_json(block), *catalog));
-      std::fflush(stdout);  // streaming: a reader (jq, a tail -f pipeline) sees each block as it ends
+    // Through the pointer: a JSON write takes the bar down for good.
+    if (bar) options.on_progress = [&bar](std::uint64_t done) {
+      if (bar) (*bar)(done);
     };
+    const auto visit = [&](const errshim::ScanBlock& block) { summary.add(block); };
     // A named file by path: mapped, and split across threads when large.
-    const errshim::ScanStats stats = from_stdin ? errshim::scan(std::cin, name, *catalog, visit, options)
-                                                : errshim::scan_file(input, *catalog, visit, options);
+    errshim::ScanStats stats;
+    if (a.json) {
+      stats = from_stdin ? errshim::scan(std::cin, name, *catalog, json_out, options)
+                         : errshim::scan_file(input, *catalog, json_out, options);
+    } else {
+      stats = from_stdin ? errshim::scan(std::cin, name, *catalog, visit, options)
+                         : errshim::scan_file(input, *catalog, visit, options);
+    }
+    bar.reset();
     matched += stats.matched;
   }
   if (!a.json) fmt::print("{}", summary.to_text());
