@@ -16,8 +16,9 @@ namespace {
 // Bump when the layout below changes. 2: the match plan and a checksum.
 // 3: the hash of the source bytes. 4: scoped preflight conditions (tests,
 // config kind, model family, applies_to) and examples.preflight. 5: fixes
-// carry config kinds, create and vocabulary.
-constexpr std::uint32_t kFormat = 5;
+// carry config kinds, create and vocabulary. 6: the plan's specificity is
+// regex::specificity (code points; it was bytes, digits of counts included).
+constexpr std::uint32_t kFormat = 6;
 constexpr std::string_view kMagic = "errshim catalog snapshot\n";
 
 // A 64-bit checksum of the bytes before it, last in the file: a damaged

@@ -12,6 +12,9 @@
 
 #include <errshim/catalog.hpp>
 
+#include <boost/regex.hpp>
+
+#include "literal_extract.hpp"
 #include "matcher.hpp"
 #include "regex_syntax.hpp"
 #include "template.hpp"
@@ -141,6 +144,7 @@ INSTANTIATE_TEST_SUITE_P(
                       FailureCase{"TrailingBackslash", "abc\\", 4, "at the end of the pattern"},
                       FailureCase{"Verb", "(*FAIL)", 1, "nothing to repeat"},
                       FailureCase{"UnterminatedComment", "a(?#x", 5, "unterminated comment"},
+                      FailureCase{"QuantifiedComment", "a(?#x)*", 6, "after a comment"},
                       FailureCase{"TooDeep", std::string(rx::kMaxDepth + 1, '(') + std::string(rx::kMaxDepth + 1, ')'),
                                   rx::kMaxDepth + 1, "nest too deeply"}),
     [](const auto& info) { return std::string(info.param.name); });
@@ -188,6 +192,16 @@ TEST(RegexSyntax, TemplateSpecificityEqualsItsRegexs) {
   }
   EXPECT_EQ(detail::compile_template("line one\nline two").literal_length, 17u);
   EXPECT_EQ(detail::compile_template("caf\xC3\xA9 failed").literal_length, 11u);
+}
+
+// Boost applies a quantifier after a comment to the atom before it, so
+// "xa(?#c)*y" matches "xy": no run holding that 'a' may be claimed (the old
+// scanner claimed "xa", and the prefilter would have missed the match).
+TEST(RegexSyntax, QuantifiedCommentClaimsNoLiteralBeforeIt) {
+  const std::string re = "xa(?#c)*y";
+  ASSERT_TRUE(boost::regex_search(std::string("xy"), boost::regex(re, boost::regex::perl)));
+  const detail::RegexLiterals lits = detail::required_literals(re);
+  for (const detail::RequiredRun& r : lits.runs) EXPECT_EQ(r.text.find('a'), std::string::npos) << r.text;
 }
 
 std::size_t code_points(const std::vector<std::string>& texts) {
