@@ -1,6 +1,6 @@
 // The backtracking-risk detector: one bottom-up pass over the shared regex
-// tree (regex_syntax.hpp) computing, for every node, the
-// bytes it can start and end with and the unbounded runs at its edges. The
+// tree (regex_syntax.hpp) computing, for every node, the bytes it can start
+// and end with and the unbounded runs at its edges. The
 // three shapes of pattern_risk.hpp are read off those facts, so the cost is
 // linear in the pattern (bitsets of 256 bytes stand in for character sets).
 
@@ -40,7 +40,7 @@ enum class Shape {
   seq,         // kids in order
   alt,         // one of the kids
   repeat,      // kids[0] between min and max times
-  group,       // kids[0]; no_backtrack for an atomic group
+  group,       // kids[0]; an atomic group never gives back what it matched
   zero_width,  // anchors, \b, look-arounds, comments, flag settings
   opaque,      // back-references, recursion: any text
 };

@@ -181,11 +181,15 @@ class Parser {
     return push(std::move(seq));
   }
 
-  // Wraps `atom` in each quantifier that follows it.
+  // Wraps `atom` in the quantifier that follows it. Boost refuses a
+  // quantifier on a quantifier (a**, a{2}{3}), but for a '+' after a lazy
+  // one (a*?+), read here as a repeat of the lazy repeat.
   std::size_t quantified(std::size_t atom) {
-    for (;;) {
+    bool stack_allowed = false;
+    for (int count = 0;; ++count) {
       skip_extended();
       if (at_end()) return atom;
+      const std::size_t at = i_;
       Node r;
       r.kind = Node::Kind::repeat;
       const char c = peek();
@@ -198,9 +202,12 @@ class Parser {
       } else if (c != '{' || !braces(r)) {
         return atom;
       }
+      if (count > 0 && !(stack_allowed && c == '+')) fail(at, "a quantifier on a quantifier");
+      stack_allowed = false;
       if (peek() == '?') {
         ++i_;
         r.lazy = true;
+        stack_allowed = count == 0;
       } else if (peek() == '+') {
         ++i_;
         r.possessive = true;
@@ -429,6 +436,8 @@ class Parser {
 
   // After '('. Look-arounds, atomic groups, flags and comments included.
   std::size_t group(int depth, std::size_t begin) {
+    // A condition's look-around recurses here directly, not through alternation().
+    if (depth > kMaxDepth) fail(begin, "groups nest too deeply");
     const Flags outer = flags_;
     Node g;
     g.kind = Node::Kind::group;

@@ -140,13 +140,20 @@ INSTANTIATE_TEST_SUITE_P(
                       FailureCase{"BadHex", "\\x{4z}", 4, "not a hex digit"},
                       FailureCase{"ReversedRange", "[z-a]", 2, "reversed range"},
                       FailureCase{"ReversedCount", "a{3,2}", 1, "m below n"},
+                      FailureCase{"StackedQuantifiers", "ab*{2}", 3, "a quantifier on a quantifier"},
+                      FailureCase{"StackedAfterLazy", "a*?+*", 4, "a quantifier on a quantifier"},
                       FailureCase{"UnknownFlag", "(?iQ)", 3, "unknown group flag"},
                       FailureCase{"TrailingBackslash", "abc\\", 4, "at the end of the pattern"},
                       FailureCase{"Verb", "(*FAIL)", 1, "nothing to repeat"},
                       FailureCase{"UnterminatedComment", "a(?#x", 5, "unterminated comment"},
                       FailureCase{"QuantifiedComment", "a(?#x)*", 6, "after a comment"},
                       FailureCase{"TooDeep", std::string(rx::kMaxDepth + 1, '(') + std::string(rx::kMaxDepth + 1, ')'),
-                                  rx::kMaxDepth + 1, "nest too deeply"}),
+                                  rx::kMaxDepth + 1, "nest too deeply"},
+                      FailureCase{"DeepConditions", [] {
+                                    std::string p;
+                                    for (int i = 0; i < 100000; ++i) p += "(?";  // (?(?(?...: conditions of conditions
+                                    return p;
+                                  }(), 2 * (rx::kMaxDepth + 1), "nest too deeply"}),
     [](const auto& info) { return std::string(info.param.name); });
 
 struct SpecificityCase {
