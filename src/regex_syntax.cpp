@@ -103,6 +103,7 @@ class Parser {
 
   bool at_end() const { return i_ >= p_.size(); }
   char peek(std::size_t ahead = 0) const { return i_ + ahead < p_.size() ? p_[i_ + ahead] : '\0'; }
+  char next() { return p_[i_++]; }  // a character the caller has already seen
   char take(const char* what) {
     if (at_end()) fail(i_, what);
     return p_[i_++];
@@ -292,7 +293,7 @@ class Parser {
     }
     --i_;
     if (const std::optional<ByteSet> s = class_escape()) return set(*s, begin);
-    return literal(escaped_char(take("")), begin, false);
+    return literal(escaped_char(next()), begin, false);
   }
 
   void skip_to(char close, const char* what) {
@@ -322,7 +323,7 @@ class Parser {
       case 'v': case 'V': s = vertical(); break;
       default: return std::nullopt;
     }
-    return is_upper(take("")) ? ~s : s;
+    return is_upper(next()) ? ~s : s;
   }
 
   // The character an escape stands for; `c` is the character after '\'.
@@ -337,7 +338,7 @@ class Parser {
       case 'c': return static_cast<unsigned char>(take("an unterminated \\c")) & 0x1fu;
       case '0': {
         unsigned v = 0;
-        for (int k = 0; k < 3 && peek() >= '0' && peek() <= '7'; ++k) v = v * 8 + static_cast<unsigned>(take("") - '0');
+        for (int k = 0; k < 3 && peek() >= '0' && peek() <= '7'; ++k) v = v * 8 + static_cast<unsigned>(next() - '0');
         return v;
       }
       case 'x': {
@@ -352,7 +353,7 @@ class Parser {
           }
           ++i_;
         } else {
-          for (int k = 0; k < 2 && hex(peek()) >= 0; ++k) v = v * 16 + static_cast<std::uint32_t>(hex(take("")));
+          for (int k = 0; k < 2 && hex(peek()) >= 0; ++k) v = v * 16 + static_cast<std::uint32_t>(hex(next()));
         }
         return v;
       }
