@@ -10,9 +10,12 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 #include <utility>
 
+#include "chars.hpp"
 #include "literal_index.hpp"
+#include "regex_syntax.hpp"
 
 namespace errshim::detail {
 
@@ -32,16 +35,7 @@ std::size_t times_width(std::size_t w, std::size_t times) {
   return w * times;
 }
 
-bool is_alnum(char c) {
-  return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
-}
-
-int hex_value(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
+bool is_alnum(char c) { return is_digit(c) || is_alpha(c); }
 
 // What a part of a regex can match: the runs every match of it contains
 // (offsets relative to the part's start), its widest match, and whether a
@@ -52,86 +46,103 @@ struct Summary {
   bool newline = false;
 };
 
+// The walk over the shared regex tree. It claims only what holds for the
+// constructs it knows, and gives up on the rest (flags, conditionals,
+// recursion, \Q...\E, \G, \K and escapes other than \n \t \r \x and
+// punctuation), so a pattern the parser reads more of is not wrongly read here.
 class Analyser {
  public:
-  explicit Analyser(std::string_view re) : re_(re) {}
+  explicit Analyser(const regex::Tree& t) : t_(t) {}
 
   RegexLiterals run() {
-    Summary s = alternation(0);
-    if (!ok_ || i_ != re_.size()) return {};
+    Summary s = alternation(t_.root, 0);
+    if (!ok_) return {};
     return {true, std::move(s.runs), !s.newline && !looks_ahead_};
   }
 
  private:
-  enum class Kind { literal, assertion, other };
-  struct Atom {
-    Kind kind = Kind::other;
-    char c = 0;     // literal
-    Summary inner;  // other
-  };
+  using Node = regex::Node;
+  using K = Node::Kind;
 
-  Atom fail() {
+  Summary fail() {
     ok_ = false;
     return {};
   }
-  static Atom literal(char c) {
-    Atom a;
-    a.kind = Kind::literal;
-    a.c = c;
-    a.inner.max_width = 1;
-    a.inner.newline = c == '\n';
-    return a;
-  }
-  static Atom assertion() {
-    Atom a;
-    a.kind = Kind::assertion;
-    return a;
-  }
-  static Atom one_char(bool newline) {
-    Atom a;
-    a.inner.max_width = 1;
-    a.inner.newline = newline;
-    return a;
-  }
-  static Atom backreference() {
-    Atom a;
-    a.inner.max_width = kUnbounded;
-    a.inner.newline = true;
-    return a;
-  }
 
-  bool at(char c) const { return i_ < re_.size() && re_[i_] == c; }
-
-  // Skips to just past `close`; false when it never comes.
-  bool skip_past(char close) {
-    const std::size_t j = re_.find(close, i_);
-    if (j == std::string_view::npos) return false;
-    i_ = j + 1;
-    return true;
-  }
-
-  Summary alternation(int depth) {
-    if (depth > kMaxDepth) {
-      ok_ = false;
-      return {};
+  // The one character a literal node stands for, if this analysis reads it.
+  std::optional<char> literal_char(std::size_t i) const {
+    const Node& n = t_[i];
+    const std::string_view text = t_.text(i);
+    if (n.quoted || n.icase) return std::nullopt;
+    if (text.size() < 2 || text[0] != '\\') {
+      if (text == "{") return std::nullopt;  // a '{' that opens no count: Boost's reading differs by version
+      return static_cast<char>(n.value);
     }
-    Summary s = sequence(depth);
-    bool alternatives = false;
-    while (ok_ && at('|')) {
-      ++i_;
-      alternatives = true;
-      const Summary next = sequence(depth);
+    const char e = text[1];
+    if (!is_alnum(e) || e == 'n' || e == 't' || e == 'r') return static_cast<char>(n.value);
+    if (e == 'x' && text.size() > 2 && text != "\\x{}" && n.value <= 0xFF) return static_cast<char>(n.value);
+    return std::nullopt;
+  }
+
+  // Whether a one-character set can match '\n'; nullopt when not analysed.
+  std::optional<bool> set_newline(std::size_t i) const {
+    const Node& n = t_[i];
+    const std::string_view text = t_.text(i);
+    if (n.icase) return std::nullopt;
+    if (text == ".") return false;  // the matcher searches with match_not_dot_newline
+    if (text[0] == '[') return !(n.negated && n.names_newline);  // only a negated class naming '\n' is known not to
+    if (text == "\\d" || text == "\\w" || text == "\\S") return false;
+    if (text == "\\s" || text == "\\D" || text == "\\W") return true;
+    return std::nullopt;
+  }
+
+  // \1, \k<name> \k{name} \k'name', \g{name} \g1 \g-1 and (?P=name).
+  bool understood_backref(std::size_t i) const {
+    const std::string_view text = t_.text(i);
+    if (text[0] == '(' || is_digit(text[1])) return true;
+    std::string_view rest = text.substr(2);
+    if (rest.empty()) return false;
+    if (text[1] == 'k') return rest[0] == '<' || rest[0] == '{' || rest[0] == '\'';
+    if (rest[0] == '{') return true;
+    if (rest[0] == '-') rest.remove_prefix(1);
+    return !rest.empty() && is_digit(rest[0]);
+  }
+
+  // A zero-width element: it ends a run and adds no width.
+  bool assertion(std::size_t i) {
+    const Node& n = t_[i];
+    if (n.kind == K::comment) return true;
+    if (n.kind == K::assertion) {
+      if (n.value == 'G' || n.value == 'K') ok_ = false;  // the search start, a moved match start
+      if (n.value == 'z' || n.value == 'Z' || n.value == '\'') looks_ahead_ = true;
+      return true;
+    }
+    return false;
+  }
+
+  Summary alternation(std::size_t i, int depth) {
+    if (depth > kMaxDepth) return fail();
+    const Node& n = t_[i];
+    if (n.kind != K::alt) return sequence(i, depth);
+    Summary s = sequence(n.kids[0], depth);
+    for (std::size_t k = 1; ok_ && k < n.kids.size(); ++k) {
+      const Summary next = sequence(n.kids[k], depth);
       s.max_width = (s.max_width == kUnbounded || next.max_width == kUnbounded) ? kUnbounded
                                                                                 : std::max(s.max_width, next.max_width);
       s.newline |= next.newline;
     }
     // A run is required only if every alternative has it; not worth working
     // out, so none is claimed.
-    if (alternatives) s.runs.clear();
+    s.runs.clear();
     return s;
   }
 
-  Summary sequence(int depth) {
+  Summary sequence(std::size_t i, int depth) {
+    const Node& n = t_[i];
+    const std::size_t single[] = {i};
+    const std::size_t* begin = single;
+    const std::size_t* end = single + 1;
+    if (n.kind == K::seq) begin = n.kids.data(), end = n.kids.data() + n.kids.size();
     Summary s;
     std::string run;
     std::size_t run_offset = 0;
@@ -140,224 +151,80 @@ class Analyser {
       if (!run.empty()) s.runs.push_back({std::move(run), run_offset, run_single_line});
       run.clear();
     };
-    while (ok_ && i_ < re_.size() && re_[i_] != '|' && re_[i_] != ')') {
-      Atom a = atom(depth);
-      if (!ok_) break;
-      const auto [min, max] = quantifier();
-      if (!ok_) break;
-      if (a.kind == Kind::literal && min == 1 && max == 1) {
-        if (run.empty()) {
-          run_offset = s.max_width;
-          run_single_line = !s.newline;
+    for (const std::size_t* k = begin; ok_ && k != end; ++k) {
+      std::size_t atom = *k, min = 1, max = 1;
+      if (t_[atom].kind == K::repeat) {
+        if (t_[atom].long_count) return fail();
+        min = t_[atom].min, max = t_[atom].max == regex::kInfinite ? kUnbounded : t_[atom].max;
+        atom = t_[atom].kids[0];
+        if (t_[atom].kind == K::repeat) return fail();  // a quantifier on a quantifier
+      }
+      const Node& a = t_[atom];
+      if (a.kind == K::literal) {
+        const std::optional<char> c = literal_char(atom);
+        if (!c) return fail();
+        if (min == 1 && max == 1) {
+          if (run.empty()) {
+            run_offset = s.max_width;
+            run_single_line = !s.newline;
+          }
+          run += *c;
+          s.max_width = add_width(s.max_width, 1);
+          s.newline |= *c == '\n';
+          continue;
         }
-        run += a.c;
-        s.max_width = add_width(s.max_width, 1);
-        s.newline |= a.c == '\n';
-        continue;
       }
       // Zero-width assertions end the run too: it is only conservative.
       flush();
-      if (a.kind == Kind::assertion) continue;
+      if (assertion(atom)) continue;
+      if (a.look_around()) {
+        if (a.group == Node::Group::look_ahead) looks_ahead_ = true;
+        (void)alternation(a.kids[0], depth + 1);  // only for what it holds
+        continue;
+      }
+      Summary inner = element(atom, depth);
+      if (!ok_) break;
       if (min >= 1) {
-        for (RequiredRun& r : a.inner.runs)
+        for (RequiredRun& r : inner.runs)
           s.runs.push_back({std::move(r.text), add_width(s.max_width, r.max_offset), !s.newline && r.single_line_prefix});
       }
-      s.max_width = add_width(s.max_width, times_width(a.inner.max_width, max));
-      if (max != 0) s.newline |= a.inner.newline;
+      s.max_width = add_width(s.max_width, times_width(inner.max_width, max));
+      if (max != 0) s.newline |= inner.newline;
     }
     flush();
     return s;
   }
 
-  // {min, max} of the quantifier at i_ ({1, 1} when there is none).
-  std::pair<std::size_t, std::size_t> quantifier() {
-    if (i_ >= re_.size()) return {1, 1};
-    std::pair<std::size_t, std::size_t> q;
-    switch (re_[i_]) {
-      case '*': q = {0, kUnbounded}; ++i_; break;
-      case '+': q = {1, kUnbounded}; ++i_; break;
-      case '?': q = {0, 1}; ++i_; break;
-      case '{': {
-        ++i_;
-        auto number = [&](std::size_t& out) {
-          const std::size_t from = i_;
-          out = 0;
-          while (i_ < re_.size() && re_[i_] >= '0' && re_[i_] <= '9' && i_ - from < 6)
-            out = out * 10 + static_cast<std::size_t>(re_[i_++] - '0');
-          return i_ > from;
-        };
-        if (!number(q.first)) {
-          ok_ = false;
-          return {1, 1};
-        }
-        q.second = q.first;
-        if (at(',')) {
-          ++i_;
-          if (!number(q.second)) q.second = kUnbounded;
-        }
-        if (!at('}')) {
-          ok_ = false;
-          return {1, 1};
-        }
-        ++i_;
-        break;
+  // What a non-literal, non-assertion element matches.
+  Summary element(std::size_t i, int depth) {
+    const Node& n = t_[i];
+    Summary s;
+    switch (n.kind) {
+      case K::literal:  // repeated
+        s.max_width = 1;
+        s.newline = n.value == '\n';
+        return s;
+      case K::set: {
+        const std::optional<bool> newline = set_newline(i);
+        if (!newline) return fail();
+        s.max_width = 1;
+        s.newline = *newline;
+        return s;
       }
-      default: return {1, 1};
-    }
-    if (at('?') || at('+')) ++i_;  // lazy or possessive: same text can match
-    return q;
-  }
-
-  Atom atom(int depth) {
-    const char c = re_[i_];
-    switch (c) {
-      case '(': return group(depth);
-      case '[': return char_class();
-      case '.': ++i_; return one_char(false);  // the matcher searches with match_not_dot_newline
-      case '^':
-      case '$': ++i_; return assertion();
-      case '\\': return escape();
-      case '*':
-      case '+':
-      case '?':
-      case '{': return fail();
-      default: ++i_; return literal(c);
-    }
-  }
-
-  Atom escape() {
-    ++i_;
-    if (i_ >= re_.size()) return fail();
-    const char e = re_[i_++];
-    if (!is_alnum(e)) {
-      // Boost reads \< \> as word edges and \` \' as buffer ends.
-      if (e == '\'') looks_ahead_ = true;
-      if (e == '<' || e == '>' || e == '`' || e == '\'') return assertion();
-      return literal(e);
-    }
-    switch (e) {
-      case 'n': return literal('\n');
-      case 't': return literal('\t');
-      case 'r': return literal('\r');
-      case 'x': {
-        int value = 0, digits = 0;
-        if (at('{')) {
-          ++i_;
-          for (; i_ < re_.size() && hex_value(re_[i_]) >= 0 && digits < 8; ++i_, ++digits) value = value * 16 + hex_value(re_[i_]);
-          if (!at('}')) return fail();
-          ++i_;
-        } else {
-          for (; i_ < re_.size() && hex_value(re_[i_]) >= 0 && digits < 2; ++i_, ++digits) value = value * 16 + hex_value(re_[i_]);
-        }
-        if (digits == 0 || value > 0xFF) return fail();
-        return literal(static_cast<char>(value));
-      }
-      case 'd':
-      case 'w':
-      case 'S': return one_char(false);
-      case 's':
-      case 'D':
-      case 'W': return one_char(true);
-      case 'b':
-      case 'B':
-      case 'A': return assertion();
-      case 'z':
-      case 'Z': looks_ahead_ = true; return assertion();
-      case 'k':  // \k<name> \k{name} \k'name'
-        if (at('<')) return skip_past('>') ? backreference() : fail();
-        if (at('{')) return skip_past('}') ? backreference() : fail();
-        if (at('\'')) {
-          ++i_;
-          return skip_past('\'') ? backreference() : fail();
-        }
-        return fail();
-      case 'g':  // \g{name} \g{-1} \g1 \g-1
-        if (at('{')) return skip_past('}') ? backreference() : fail();
-        if (at('-')) ++i_;
-        if (i_ >= re_.size() || re_[i_] < '0' || re_[i_] > '9') return fail();
-        while (i_ < re_.size() && re_[i_] >= '0' && re_[i_] <= '9') ++i_;
-        return backreference();
-      default:
-        if (e >= '1' && e <= '9') {
-          while (i_ < re_.size() && re_[i_] >= '0' && re_[i_] <= '9') ++i_;
-          return backreference();
-        }
-        // \G depends on where the search starts, \K moves the match start,
-        // \Q, \p, \h, \v, \e, \c, \0, ...: not analysed.
+      case K::backref:
+        if (!understood_backref(i)) return fail();
+        s.max_width = kUnbounded;
+        s.newline = true;
+        return s;
+      case K::group:
+        if (n.flag_scope || n.group == Node::Group::conditional || n.group == Node::Group::branch_reset) return fail();
+        return alternation(n.kids[0], depth + 1);
+      default:  // recursion, flag settings
         return fail();
     }
   }
 
-  Atom char_class() {
-    std::size_t j = i_ + 1;
-    const std::size_t n = re_.size();
-    bool negated = false, newline = false;
-    if (j < n && re_[j] == '^') negated = true, ++j;
-    if (j < n && re_[j] == ']') ++j;  // a leading ']' is a member
-    while (j < n && re_[j] != ']') {
-      if (re_[j] == '\\') {
-        if (j + 1 < n && re_[j + 1] == 'n') newline = true;
-        j += 2;
-      } else if (re_[j] == '[' && j + 1 < n && (re_[j + 1] == ':' || re_[j + 1] == '=' || re_[j + 1] == '.')) {
-        const char close[] = {re_[j + 1], ']', '\0'};
-        const std::size_t end = re_.find(close, j + 2);
-        if (end == std::string_view::npos) return fail();
-        j = end + 2;
-      } else {
-        newline |= re_[j] == '\n';
-        ++j;
-      }
-    }
-    if (j >= n) return fail();
-    i_ = j + 1;
-    // Only a negated class that names '\n' is known never to match it.
-    return one_char(!(negated && newline));
-  }
-
-  Atom group(int depth) {
-    ++i_;
-    bool look_around = false;
-    if (at('*')) return fail();  // (*VERB)
-    if (at('?')) {
-      ++i_;
-      if (i_ >= re_.size()) return fail();
-      const char t = re_[i_];
-      const char next = i_ + 1 < re_.size() ? re_[i_ + 1] : '\0';
-      if (t == ':' || t == '>') {
-        ++i_;
-      } else if (t == '=' || t == '!') {
-        ++i_;
-        look_around = true;
-        looks_ahead_ = true;
-      } else if (t == '<' && (next == '=' || next == '!')) {
-        i_ += 2;
-        look_around = true;
-      } else if (t == '<') {
-        if (!skip_past('>')) return fail();
-      } else if (t == 'P' && next == '<') {
-        if (!skip_past('>')) return fail();
-      } else if (t == 'P' && next == '=') {
-        return skip_past(')') ? backreference() : fail();
-      } else if (t == '\'') {
-        ++i_;
-        if (!skip_past('\'')) return fail();
-      } else if (t == '#') {
-        return skip_past(')') ? assertion() : fail();
-      } else {
-        return fail();  // flags, conditionals, recursion, branch reset
-      }
-    }
-    Summary inner = alternation(depth + 1);
-    if (!ok_ || !at(')')) return fail();
-    ++i_;
-    if (look_around) return assertion();
-    Atom a;
-    a.inner = std::move(inner);
-    return a;
-  }
-
-  std::string_view re_;
-  std::size_t i_ = 0;
+  const regex::Tree& t_;
   bool ok_ = true;
   bool looks_ahead_ = false;  // a look-ahead or an end-of-buffer assertion
 };
@@ -457,7 +324,10 @@ void count_windows(std::string_view text, std::size_t width, std::vector<std::ui
 
 }  // namespace
 
-RegexLiterals required_literals(std::string_view regex) { return Analyser(regex).run(); }
+RegexLiterals required_literals(std::string_view regex) {
+  const regex::ParseResult parsed = regex::parse(regex);
+  return parsed.tree ? Analyser(*parsed.tree).run() : RegexLiterals{};
+}
 
 std::uint32_t KeyChoice::gram_weight(const char* p, std::size_t width) const noexcept {
   const std::vector<std::uint16_t>& counts = width == 8 ? counts8 : counts4;

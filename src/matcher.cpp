@@ -15,6 +15,7 @@
 #include "errshim/raise_site.hpp"
 #include "fix_values.hpp"
 #include "literal_extract.hpp"
+#include "regex_syntax.hpp"
 #include "template.hpp"
 #include "context_internal.hpp"
 
@@ -188,43 +189,7 @@ struct Matcher::Candidate {
   bool operator<(const Candidate& o) const { return entry != o.entry ? entry < o.entry : hit < o.hit; }
 };
 
-std::size_t literal_length(std::string_view re) {
-  std::size_t count = 0;
-  for (std::size_t i = 0; i < re.size(); ++i) {
-    // A look-around matches no text: its characters are not in a match.
-    if (const std::size_t end = lookaround_end(re, i); end > i) {
-      i = end - 1;
-      continue;
-    }
-    const char c = re[i];
-    bool literal = false;
-    std::size_t atom_end = i;
-    if (c == '\\' && i + 1 < re.size()) {
-      const char n = re[i + 1];
-      literal = !std::isalnum(static_cast<unsigned char>(n)) || n == '0';
-      atom_end = i + 1;
-    } else if (c == '[') {
-      // Skip a character class: it matches one of several characters.
-      atom_end = class_end(re, i);
-    } else if (c == '(' && i + 1 < re.size() && re[i + 1] == '?') {
-      // Group syntax such as (?<name> or (?: carries no literal text.
-      std::size_t j = i + 2;
-      if (j < re.size() && (re[j] == '<' || re[j] == '\'' || re[j] == 'P')) {
-        while (j < re.size() && re[j] != '>' && re[j] != '\'') ++j;
-      }
-      atom_end = j;
-    } else {
-      literal = std::string_view("()|*+?{}.^$").find(c) == std::string_view::npos;
-    }
-    // An atom followed by ?, * or {0, may be absent from a match.
-    const std::size_t next = atom_end + 1;
-    const bool optional = next < re.size() &&
-                          (re[next] == '?' || re[next] == '*' || re.substr(next, 3) == "{0,");
-    if (literal && !optional) ++count;
-    i = atom_end;
-  }
-  return count;
-}
+std::size_t literal_length(std::string_view re) { return regex::specificity(re); }
 
 // ------------------------------------------------------------------- entries
 
@@ -255,7 +220,7 @@ MatchPlan plan_matching(const std::vector<std::shared_ptr<const Entry>>& entries
     item.key = std::move(choice.keys[i]);
     item.anchor = LiteralIndex::anchor_offset(item.key.text, weight);
     item.also_anchor = LiteralIndex::anchor_offset(item.key.also, weight);
-    item.specificity = literal_length(entries[i]->pattern);  // skips the look-aheads
+    item.specificity = literal_length(entries[i]->pattern);
   }
   return plan;
 }

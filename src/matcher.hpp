@@ -148,9 +148,9 @@ class Matcher {
   mutable std::atomic<std::size_t> compiled_{0};
 };
 
-// Counts the characters of a regex that must appear literally in every match
-// (escaped or plain characters outside classes, groups syntax and optional
-// atoms). For a template this is exactly its literal length.
+// The specificity of a regex, the winner rule's second key: its literal
+// code points outside look-arounds and optional parts (regex::specificity).
+// For a template's regex this is exactly its literal length.
 std::size_t literal_length(std::string_view regex);
 
 // Whether capture `name` of `e` can hold any text on its line (a template

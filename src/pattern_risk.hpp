@@ -44,10 +44,10 @@ struct BacktrackingRisk {
 };
 
 // The first risky shape in `pattern` (Boost perl syntax, as the matcher
-// compiles it), or nullopt when none is found. A pattern this parser does not
-// understand (it does not compile, or nests over 200 groups deep) yields
-// nullopt: compiling it reports the real problem. Never throws except
-// std::bad_alloc.
+// compiles it), or nullopt when none is found. A pattern regex::parse
+// refuses (regex_syntax.hpp: it does not compile, or nests over 200 groups
+// deep) yields nullopt: compiling it reports the real problem. Never
+// throws except std::bad_alloc.
 std::optional<BacktrackingRisk> backtracking_risk(std::string_view pattern);
 
 // The risky shapes of one entry, as positioned problems: its `pattern` (for

@@ -24,12 +24,13 @@ namespace {
 // config kind, model family, applies_to) and examples.preflight. 5: fixes
 // carry config kinds, create and vocabulary. 6: an index (ids, plan items,
 // where each entry's record lies and its checksum) before the records, so
-// a reader can decode an entry on first use.
+// a reader can decode an entry on first use. 7: the plan's specificity is
+// regex::specificity (code points; it was bytes, digits of counts included).
 //
 // Layout after the header: where the records start (from the file's first
 // byte), source hash, entry count, one index item per entry, the checksum
 // of everything before it, the entry records, the checksum of the whole.
-constexpr std::uint32_t kFormat = 6;
+constexpr std::uint32_t kFormat = 7;
 constexpr std::uint8_t kEagerFlag = 1;  // the entry has a raw pattern or `unless` list: it compiles when built
 constexpr std::string_view kMagic = "errshim catalog snapshot\n";
 

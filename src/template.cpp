@@ -27,7 +27,8 @@
 //    as nothing after it could tell the value from what follows.
 //  * Python's self-documenting `{expr=}` prints the expression text itself,
 //    which therefore becomes literal text before the capture.
-//  * literal_length counts UTF-8 code points; `literals` holds only non-empty
+//  * literal_length is the regex's specificity (regex_syntax.hpp): the UTF-8
+//    code points of the literal text; `literals` holds only non-empty
 //    runs, unescaped ({{ -> {). At least one non-blank literal character is
 //    required: blanks alone would match nearly every line.
 //  * Errors about `anonymous_names` or `capture_patterns` as a whole point at
@@ -39,6 +40,8 @@
 #include <array>
 #include <boost/regex.hpp>
 #include <set>
+
+#include "regex_syntax.hpp"
 
 namespace errshim::detail {
 namespace {
@@ -73,12 +76,6 @@ std::string quoted(std::string_view s) { return "'" + std::string(s) + "'"; }
 
 std::string counted(std::size_t n, const char* singular, const char* plural) {
   return std::to_string(n) + " " + (n == 1 ? singular : plural);
-}
-
-std::size_t utf8_length(std::string_view s) {
-  // Continuation bytes (10xxxxxx) do not start a character.
-  return static_cast<std::size_t>(std::count_if(
-      s.begin(), s.end(), [](char c) { return (static_cast<unsigned char>(c) & 0xC0) != 0x80; }));
 }
 
 bool is_python_keyword(std::string_view w) {
@@ -559,7 +556,6 @@ CompiledTemplate compile_template(std::string_view tmpl,
     if (!piece.is_placeholder) {
       out.regex += regex_escape(piece.literal);
       out.literals.push_back(piece.literal);
-      out.literal_length += utf8_length(piece.literal);
       has_text |= !std::all_of(piece.literal.begin(), piece.literal.end(), is_blank);
       continue;
     }
@@ -594,6 +590,8 @@ CompiledTemplate compile_template(std::string_view tmpl,
                                            "and blanks: it would match almost any line");
   }
   check_capture_patterns(capture_patterns, out.capture_names);
+  // Counted on the regex, as the matcher counts every entry: one rule for both.
+  out.literal_length = regex::specificity(out.regex);
   // Without capture_patterns the regex is valid by construction (escaped
   // literals, groups with fixed bodies, \k<> after its group), so it is not
   // compiled here: the matcher compiles it on first use, which keeps loading

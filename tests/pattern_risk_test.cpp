@@ -90,6 +90,16 @@ TEST(PatternRisk, GivesNoVerdictOnPatternsItCannotRead) {
   EXPECT_FALSE(backtracking_risk(deep));  // deeper than Boost accepts anyway
 }
 
+// Conditions whose conditions are look-arounds, nested without end: the
+// limit on nesting holds for them too (the old reader recursed once per
+// "(?" and overflowed the stack on a user catalog's pattern).
+TEST(PatternRisk, GivesNoVerdictOnEndlesslyNestedConditions) {
+  std::string p;
+  for (int i = 0; i < 100000; ++i) p += "(?";
+  EXPECT_FALSE(backtracking_risk(p));
+  EXPECT_FALSE(backtracking_risk(p + "(a+)+"));
+}
+
 TEST(PatternRisk, StaysUsableOnVeryLongPatterns) {
   std::string alternatives = "(?:";
   for (int i = 0; i < 20000; ++i) alternatives += "w" + std::to_string(i) + "|";
