@@ -7,7 +7,6 @@
 #include <random>
 #include <sstream>
 #include <unordered_map>
-#include <unordered_set>
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -27,12 +26,10 @@
 namespace errshim {
 
 struct Catalog::Impl {
-  Impl(detail::EntryTable entries, std::vector<Problem>& problems, detail::MatchPlan plan)
-      : matcher(std::move(entries), problems, std::move(plan)) {
-    const detail::EntryTable& table = matcher.table();
-    by_id.reserve(table.size());
-    for (std::size_t i = 0; i < table.size(); ++i) by_id.emplace(table.id(i), i);
-  }
+  // `ids` maps each entry's id (viewing storage the entries keep) to its position.
+  Impl(detail::EntryTable entries, std::vector<Problem>& problems, detail::MatchPlan plan,
+       std::unordered_map<std::string_view, std::size_t> ids)
+      : matcher(std::move(entries), problems, std::move(plan)), by_id(std::move(ids)) {}
   detail::Matcher matcher;
   std::unordered_map<std::string_view, std::size_t> by_id;  // views into the entries' ids
   std::vector<Problem> warnings;                            // Catalog::warnings()
@@ -570,32 +567,29 @@ CatalogPtr CatalogBuilder::build() const {
     for (std::size_t l = 0; l < layers.size(); ++l) {
       const Layer& layer = layers[l];
       const std::size_t count = layer.lazy ? layer.lazy->size() : layer.entries.size();
-      std::unordered_set<std::string_view> layer_ids;  // defined by this layer so far
       index.reserve(index.size() + count);
-      layer_ids.reserve(count);
       for (std::size_t pos = 0; pos < count; ++pos) {
         const std::string_view id = layer.lazy ? std::string_view(layer.lazy->id(pos)) : layer.entries[pos]->id;
-        if (layer_ids.count(id) != 0) {
-          const std::size_t first = index.at(id);
-          const Location at = where(origin[first], origin_pos[first]);
+        const auto [it, fresh] = index.emplace(id, origin.size());
+        if (!fresh && origin[it->second] == l) {  // this layer defined it already
+          const Location at = where(l, origin_pos[it->second]);
           all.push_back({where(l, pos), std::string(id),
                          fmt::format("duplicate id (first defined at {}:{}:{})", at.file, at.line, at.column)});
           blame(l, all.back());
           continue;
         }
-        // A later layer replaces an earlier entry in place, keeping the order.
-        if (auto it = index.find(id); it != index.end()) {
-          const std::size_t at = it->second;
-          index.erase(it);  // its key views the id of the entry replaced
-          origin[at] = l;
-          origin_pos[at] = pos;
-          index.emplace(id, at);
-        } else {
-          index.emplace(id, origin.size());
+        if (fresh) {
           origin.push_back(l);
           origin_pos.push_back(pos);
+        } else {
+          // A later layer replaces an earlier entry in place, keeping the
+          // order; the key views this layer's id from now on.
+          const std::size_t at = it->second;
+          index.erase(it);
+          index.emplace(id, at);
+          origin[at] = l;
+          origin_pos[at] = pos;
         }
-        layer_ids.insert(id);
         // A user catalog gets the risk check a reload applies (lint), be it
         // parsed or read from the cache; a lazily read one when each entry
         // is decoded (EntryTable), before its regex ever runs.
@@ -606,7 +600,6 @@ CatalogPtr CatalogBuilder::build() const {
         }
       }
     }
-    index.clear();
     // Each entry keeps the plan item its own layer chose: a key is text
     // every match of the entry contains whatever else the catalog holds,
     // so layers put together need no plan across all of them (planning
@@ -631,7 +624,7 @@ CatalogPtr CatalogBuilder::build() const {
       else plan.items.push_back(std::move(item));
     }
     const std::size_t before_matcher = all.size();
-    auto impl = std::make_unique<Catalog::Impl>(std::move(entries), all, std::move(plan));
+    auto impl = std::make_unique<Catalog::Impl>(std::move(entries), all, std::move(plan), std::move(index));
     for (std::size_t i = before_matcher; i < all.size(); ++i)
       if (auto it = impl->by_id.find(all[i].entry_id); it != impl->by_id.end()) blame(origin[it->second], all[i]);
 

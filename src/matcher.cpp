@@ -329,6 +329,10 @@ std::string_view Matcher::also(std::size_t index) const noexcept {
   return std::string_view(also_bytes_).substr(also_begin_[index], also_begin_[index + 1] - also_begin_[index]);
 }
 
+std::size_t Matcher::specificity(std::size_t index) const noexcept {
+  return index < table_.size() ? slots_[index].specificity : 0;
+}
+
 std::string_view Matcher::literal(std::size_t index) const noexcept {
   const std::uint32_t k = entry_key_[index];
   return k == kNoKey ? std::string_view() : index_.key(k);
@@ -687,9 +691,11 @@ namespace {
 // winner's text only wraps the error the inner site raised. Among several
 // such captures, the inner entry of highest priority, then the most
 // literal text, then the first capture. Returns the inner entry's literal
-// length, 0 when the diagnosis stays.
-template <class Body>
-std::size_t take_nested(MatchResult& result, std::size_t budget, std::size_t shortest, Body& body) {
+// length (at least 1; exactly in `specificity_out`), 0 when the diagnosis
+// stays. `spec(index)` is entry `index`'s specificity.
+template <class Body, class Spec>
+std::size_t take_nested(MatchResult& result, std::size_t budget, std::size_t shortest, Body& body, const Spec& spec,
+                        std::size_t& specificity_out) {
   const Diagnosis& outer = *result.diagnosis;
   const Entry& e = *outer.entry;
   // The texts an inner error may fill: each free-text capture, and each run
@@ -720,11 +726,11 @@ std::size_t take_nested(MatchResult& result, std::size_t budget, std::size_t sho
     if (text.size() < shortest) continue;
     Normalized norm = normalize(text);
     MatchResult inner;
-    body(norm, inner, budget - result.steps, SIZE_MAX);
+    const std::size_t index = body(norm, inner, budget - result.steps, SIZE_MAX);
     result.steps += inner.steps;
     for (std::string& p : inner.problems) result.problems.push_back(std::move(p));
     if (!inner.diagnosis || inner.diagnosis->entry->priority < e.priority) continue;
-    const std::size_t specificity = literal_length(inner.diagnosis->entry->pattern);
+    const std::size_t specificity = spec(index);
     if (best && std::make_pair(inner.diagnosis->entry->priority, specificity) <=
                     std::make_pair(best->entry->priority, best_specificity))
       continue;
@@ -745,16 +751,19 @@ std::size_t take_nested(MatchResult& result, std::size_t budget, std::size_t sho
   d.raw = outer.raw;
   if (d.exception_class.empty()) d.exception_class = outer.exception_class;
   result.diagnosis = std::move(d);
+  specificity_out = best_specificity;
   return std::max<std::size_t>(best_specificity, 1);
 }
 
-// Follows the nested-claim rule down from the winner; returns the literal
-// text the chain accounts for (the winner's and each inner entry's).
-template <class Body>
-std::size_t follow_nesting(MatchResult& result, std::size_t budget, std::size_t shortest, Body& body) {
-  std::size_t covered = literal_length(result.diagnosis->entry->pattern);
+// Follows the nested-claim rule down from the winner (whose specificity is
+// `innermost` on entry); returns the literal text the chain accounts for
+// (the winner's and each inner entry's), `innermost` the last one's.
+template <class Body, class Spec>
+std::size_t follow_nesting(MatchResult& result, std::size_t budget, std::size_t shortest, Body& body, const Spec& spec,
+                           std::size_t& innermost) {
+  std::size_t covered = innermost;
   for (int depth = 0; depth < kMaxNesting && result.diagnosis; ++depth) {
-    const std::size_t inner = take_nested(result, budget, shortest, body);
+    const std::size_t inner = take_nested(result, budget, shortest, body, spec, innermost);
     if (inner == 0) break;
     covered += inner;
   }
@@ -770,8 +779,9 @@ std::size_t follow_nesting(MatchResult& result, std::size_t budget, std::size_t 
 // literal text is the better reading (the winner's trailing placeholder may
 // have swallowed the rival's own text, leaving a fragment another entry
 // claims); it replaces the first on a larger count, at the same priority.
-template <class Body>
-MatchResult framed(std::size_t shortest, std::string_view message, std::size_t budget, Body&& body) noexcept {
+template <class Body, class Spec>
+MatchResult framed(std::size_t shortest, std::string_view message, std::size_t budget, const Spec& spec,
+                   Body&& body) noexcept {
   MatchResult result;
   try {
     Normalized norm = normalize(message);
@@ -781,24 +791,27 @@ MatchResult framed(std::size_t shortest, std::string_view message, std::size_t b
     const std::size_t at = body(norm, result, budget, SIZE_MAX);
     if (!result.diagnosis) return result;
     const std::shared_ptr<const Entry> winner = result.diagnosis->entry;
-    const std::size_t alone = literal_length(winner->pattern);
-    const std::size_t covered = follow_nesting(result, budget, shortest, body);
+    const std::size_t alone = spec(at);
+    std::size_t innermost = alone;
+    const std::size_t covered = follow_nesting(result, budget, shortest, body, spec, innermost);
     if (covered == alone || result.steps >= budget) return result;
     MatchResult rival;
     Normalized again = normalize(message);
-    body(again, rival, budget - result.steps, at);
+    const std::size_t rival_at = body(again, rival, budget - result.steps, at);
     result.steps += rival.steps;
     if (rival.diagnosis && rival.diagnosis->entry->priority == winner->priority) {
       rival.steps = result.steps;
-      const std::size_t rival_covered = follow_nesting(rival, budget, shortest, body);
+      std::size_t rival_innermost = spec(rival_at);
+      const std::size_t rival_covered = follow_nesting(rival, budget, shortest, body, spec, rival_innermost);
       // On a tie the text cannot tell which error wraps which ("A {x}" and
       // "{y} B" read "A y B" both ways): the more specific innermost entry
       // is the answer, as without nesting.
-      const auto innermost = [](const MatchResult& r) {
-        return std::make_pair(r.diagnosis->entry->priority, literal_length(r.diagnosis->entry->pattern));
+      const auto rank = [](const MatchResult& r, std::size_t specificity) {
+        return std::make_pair(r.diagnosis->entry->priority, specificity);
       };
       if (rival.diagnosis && result.diagnosis &&
-          (rival_covered > covered || (rival_covered == covered && innermost(rival) > innermost(result)))) {
+          (rival_covered > covered ||
+           (rival_covered == covered && rank(rival, rival_innermost) > rank(result, innermost)))) {
         for (std::string& p : rival.problems) result.problems.push_back(std::move(p));
         result.diagnosis = std::move(rival.diagnosis);
       }
@@ -817,7 +830,7 @@ MatchResult framed(std::size_t shortest, std::string_view message, std::size_t b
 }  // namespace
 
 MatchResult Matcher::match(std::string_view message, const Context& context, const MatchOptions& options) const noexcept {
-  return framed(shortest_key_, message, options.max_steps, [&](Normalized& norm, MatchResult& result, std::size_t steps, std::size_t excluded) {
+  return framed(shortest_key_, message, options.max_steps, [this](std::size_t i) { return specificity(i); }, [&](Normalized& norm, MatchResult& result, std::size_t steps, std::size_t excluded) {
     Run run(*this, message, context, result, steps);
     run.excluded = excluded;
     // Reused by each thread's calls: no allocation per message.
@@ -840,7 +853,7 @@ MatchResult Matcher::match(std::string_view message, const Context& context, con
 }
 
 MatchResult Matcher::match_naive(std::string_view message, const Context& context) const noexcept {
-  return framed(shortest_key_, message, kReferenceSteps, [&](Normalized& norm, MatchResult& result, std::size_t steps, std::size_t excluded) {
+  return framed(shortest_key_, message, kReferenceSteps, [this](std::size_t i) { return specificity(i); }, [&](Normalized& norm, MatchResult& result, std::size_t steps, std::size_t excluded) {
     Run run(*this, message, context, result, steps);
     run.excluded = excluded;
     for (std::size_t s = 0; s < norm.segments.size(); ++s)
@@ -852,7 +865,7 @@ MatchResult Matcher::match_naive(std::string_view message, const Context& contex
 
 MatchResult Matcher::match_prefiltered(std::string_view message, const Context& context,
                                        const Prefilter& prefilter) const noexcept {
-  return framed(shortest_key_, message, kReferenceSteps, [&](Normalized& norm, MatchResult& result, std::size_t steps, std::size_t excluded) {
+  return framed(shortest_key_, message, kReferenceSteps, [this](std::size_t i) { return specificity(i); }, [&](Normalized& norm, MatchResult& result, std::size_t steps, std::size_t excluded) {
     Run run(*this, message, context, result, steps);
     run.excluded = excluded;
     std::vector<std::uint32_t> ids;

@@ -134,6 +134,8 @@ class Matcher {
   std::string_view also(std::size_t index) const noexcept;  // EntryKey::also
 
   const Entry& entry(std::size_t index) const { return *table_.get(index); }
+  // The winner rule's specificity of entry `index` (its plan item's), 0 for SIZE_MAX.
+  std::size_t specificity(std::size_t index) const noexcept;
 
   EntryTable table_;
   std::unique_ptr<Slot[]> slots_;
