@@ -92,6 +92,8 @@ const std::vector<Problem>& Catalog::warnings() const noexcept { return impl_->w
 
 std::size_t Catalog::size() const noexcept { return impl_->matcher.table().size(); }
 
+std::uint64_t Catalog::content_hash() const { return impl_->matcher.table().content_hash(); }
+
 const Entry* Catalog::find(std::string_view id) const noexcept {
   auto it = impl_->by_id.find(id);
   if (it == impl_->by_id.end()) return nullptr;

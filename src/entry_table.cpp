@@ -71,6 +71,16 @@ const std::shared_ptr<const Entry>& EntryTable::get(std::size_t i) const {
 
 const std::string& EntryTable::problem(std::size_t i) const noexcept { return slots_[i].problem; }
 
+std::uint64_t EntryTable::content_hash() const {
+  std::uint64_t h = 0x6A09E667F3BCC908ull ^ slots_.size();
+  for (const Slot& s : slots_) {
+    const std::uint64_t sum = s.from ? s.from->record_checksum(s.pos) : entry_checksum(*s.entry);
+    h = (h ^ sum) * 0x9E3779B97F4A7C15ull;
+    h ^= h >> 31;
+  }
+  return h;
+}
+
 const std::vector<std::shared_ptr<const Entry>>& EntryTable::all() const {
   std::call_once(lazy_->all_once, [this] {
     lazy_->all.reserve(slots_.size());

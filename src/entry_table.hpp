@@ -42,6 +42,9 @@ class EntryTable {
   const std::shared_ptr<const Entry>& get(std::size_t i) const;
   // Why entry `i` cannot be matched (empty: it can); read after get(i).
   const std::string& problem(std::size_t i) const noexcept;
+  // A hash of every entry's record checksum, in order (Catalog::content_hash):
+  // a lazy entry's from its snapshot's index, without decoding it.
+  std::uint64_t content_hash() const;
   // Every entry, decoded (Catalog::entries()).
   const std::vector<std::shared_ptr<const Entry>>& all() const;
 

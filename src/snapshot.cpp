@@ -431,6 +431,12 @@ void Reader::entry(Entry& e) {
 
 std::uint64_t snapshot_checksum(std::string_view bytes) { return checksum(bytes); }
 
+std::uint64_t entry_checksum(const Entry& e) {
+  Writer w;
+  w.entry(e);
+  return checksum(w.bytes());
+}
+
 namespace {
 void header(Writer& w) {
   for (char c : kMagic) w.u8(static_cast<std::uint8_t>(c));

@@ -46,6 +46,10 @@ struct Snapshot {
 // names its entries with it).
 std::uint64_t snapshot_checksum(std::string_view bytes);
 
+// The checksum of entry `e`'s record, as a snapshot's index holds it
+// (LazySnapshot::record_checksum): equal for equal entries.
+std::uint64_t entry_checksum(const Entry& e);
+
 // A snapshot's body (what follows the header, before the checksum) and
 // its inverse: `body` with this errshim's header and a valid checksum. For
 // the fuzz target that loads random bodies, and for tests that craft
@@ -84,6 +88,8 @@ class LazySnapshot {
   MatchPlan& plan() noexcept { return plan_; }
   std::uint64_t source() const noexcept { return source_; }
   const std::string& name() const noexcept { return name_; }
+  // The checksum of entry `i`'s record (entry_checksum of the entry written).
+  std::uint64_t record_checksum(std::size_t i) const noexcept { return items_[i].sum; }
   // Entry `i`, or null with `problem` saying what is damaged.
   std::shared_ptr<const Entry> decode(std::size_t i, std::string& problem) const;
 

@@ -534,6 +534,24 @@ TEST(Cli, VersionAndEveryJsonDocumentNameTheCatalogVersion) {
   EXPECT_EQ(cli("explain --json --catalog " + kGolden + " " + kGoldenMessage).out.find(field), std::string::npos);
 }
 
+// Generated layers ship beside the library and are loaded by library name.
+TEST(Cli, GeneratedLayersLoadByLibraryName) {
+  const std::string env = std::string("ERRSHIM_GENERATED_DIR=") + ERRSHIM_GENERATED_LAYER_DIR;
+  const std::string message = quote("Metal contiguous elu F16 not implemented");
+  EXPECT_EQ(cli_env(env, "explain " + message).code, 1);  // the embedded catalog does not know it
+  for (const std::string layer : {"candle", "all"}) {
+    const CliRun r = cli_env(env, "explain --json --generated " + layer + " " + message);
+    EXPECT_EQ(r.code, 0) << layer;
+    EXPECT_NE(r.out.find("\"id\": \"candle.gen.core.metal-contiguous-elu-not-implemented\""), std::string::npos) << r.out;
+  }
+  const CliRun missing = cli_env(env, "explain --generated nosuchlib " + message, Stderr::merge);
+  EXPECT_EQ(missing.code, 2) << missing.out;
+  EXPECT_NE(missing.out.find("no generated layer 'nosuchlib'"), std::string::npos) << missing.out;
+  const CliRun none = cli_env("ERRSHIM_GENERATED_DIR=/nonexistent", "explain --generated all " + message, Stderr::merge);
+  EXPECT_EQ(none.code, 2) << none.out;
+  EXPECT_NE(none.out.find("--generated all: no generated layer found"), std::string::npos) << none.out;
+}
+
 TEST(Cli, CheckJsonPrintsADocumentEvenWithNothingToReport) {
   const std::string good = write_temp("errshim_check_json_good.yaml", "n_head: 16\nkv_cache_enabled: false\n");
   const CliRun r = cli("check --json --config " + good);

@@ -276,6 +276,24 @@ TEST(Snapshot, ASpecificityLongerThanItsPatternIsRefused) {
   EXPECT_TRUE(problems_of(CatalogBuilder().add_snapshot(detail::write_snapshot(cat->entries(), plan))).empty());
 }
 
+// Catalog::content_hash names a catalog's version (CLI, JSON): the same
+// entries give the same hash however they were read, a lazily read one
+// without decoding its entries; any change to an entry changes it.
+TEST(Snapshot, TheContentHashIsTheSameHoweverTheCatalogIsRead) {
+  const CatalogPtr lazy = Catalog::embedded();  // its snapshot, read lazily
+  const CatalogPtr yaml = CatalogBuilder().add_path(ERRSHIM_SOURCE_DIR "/patterns").build();
+  const CatalogPtr whole = CatalogBuilder().add_snapshot(lazy->snapshot(), "embedded.snapshot").build();
+  EXPECT_EQ(lazy->content_hash(), whole->content_hash());
+  // The YAML's entries name their files by another path; otherwise equal.
+  const CatalogPtr a = catalog_from(rich_yaml(), "rich.yaml");
+  const CatalogPtr b = CatalogBuilder().add_snapshot(a->snapshot(), "rich.snapshot").build();
+  EXPECT_EQ(a->content_hash(), b->content_hash());
+  std::string changed = rich_yaml();
+  changed.replace(changed.find("set it"), 6, "set It");
+  EXPECT_NE(catalog_from(changed, "rich.yaml")->content_hash(), a->content_hash());
+  EXPECT_NE(yaml->content_hash(), 0u);
+}
+
 TEST(Snapshot, RecordsTheHashOfItsSource) {
   const CatalogPtr cat = catalog_from(file_yaml(entry_yaml("t.one", "first message")));
   std::vector<Problem> problems;

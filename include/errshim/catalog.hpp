@@ -220,6 +220,12 @@ class Catalog {
   const Entry* find(std::string_view id) const noexcept;
   std::size_t size() const noexcept;
 
+  // A hash of every entry's content, in order: the same for the same entries
+  // however they were loaded (YAML, a snapshot, a lazily read layer, whose
+  // entries it does not decode). Names a catalog's version; not a security
+  // property.
+  std::uint64_t content_hash() const;
+
   // What build() worked around without failing, each naming its file: a
   // catalog cache folder or entry that was not used (the layer's YAML was
   // parsed instead). Empty for most catalogs; the CLI prints these on

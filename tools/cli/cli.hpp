@@ -30,6 +30,7 @@ struct usage_error : std::runtime_error {
 // --catalog, --cache and --context, for the commands that read the catalog.
 struct CatalogOptions {
   std::vector<std::string> catalogs;
+  std::vector<std::string> generated;  // generated layers by library name; "all"
   std::string cache;
   std::vector<std::string> contexts;
 };

@@ -24,6 +24,12 @@ void add_catalog_options(CLI::App& cmd, CatalogOptions& o) {
                  "a catalog (.yaml, .snapshot, folder) over the embedded one; repeatable")
       ->type_name("PATH")
       ->allow_extra_args(false);
+  cmd.add_option("--generated", o.generated,
+                 "a generated layer by library name (candle, torch-cpp, torch-cpp-csrc, torch-python, "
+                 "transformers; 'all': every one found), from share/errshim/generated or $ERRSHIM_GENERATED_DIR, "
+                 "under the --catalog layers; repeatable")
+      ->type_name("LIBRARY")
+      ->allow_extra_args(false);
   cmd.add_option("--cache", o.cache,
                  "keep snapshots of the --catalog YAML layers in DIR (faster loads)")
       ->type_name("DIR");
@@ -46,9 +52,20 @@ errshim::Context context_of(const CatalogOptions& o) {
 }
 
 errshim::CatalogPtr load_catalog(const CatalogOptions& o) {
-  if (o.catalogs.empty()) return errshim::Catalog::embedded();
+  if (o.catalogs.empty() && o.generated.empty()) return errshim::Catalog::embedded();
   errshim::CatalogBuilder b;
   b.add_embedded();
+  for (const std::string& g : o.generated) {
+    if (g != "all") {
+      b.add_generated(g);
+      continue;
+    }
+    const std::vector<std::string> found = errshim::CatalogBuilder::generated_layers();
+    if (found.empty())
+      throw usage_error("--generated all: no generated layer found (install errshim's data files, "
+                        "share/errshim/generated, or set ERRSHIM_GENERATED_DIR)");
+    for (const std::string& name : found) b.add_generated(name);
+  }
   for (const auto& c : o.catalogs) b.add_path(c);
   if (!o.cache.empty()) b.cache_in(o.cache);
   errshim::CatalogPtr catalog = b.build();
@@ -103,21 +120,14 @@ errshim::TextOptions text_options(const OutputOptions& o) {
 }
 
 std::string catalog_version(const errshim::Catalog& catalog) {
-  // Worked out once per catalog: writing the snapshot costs as much as
-  // building the match plan, and `scan --json` names the catalog in every
-  // block. A command keeps its catalog to the end, so the address is a key.
+  // Worked out once per catalog (`scan --json` names it in every block); a
+  // command keeps its catalog to the end, so the address is a key. The
+  // content hash reads a lazily loaded layer's index, not its entries.
   static std::mutex mutex;
   static std::map<const errshim::Catalog*, std::string> known;
   std::lock_guard<std::mutex> lock(mutex);
   if (auto it = known.find(&catalog); it != known.end()) return it->second;
-  // The snapshot holds every entry's content, so equal bytes mean an equal
-  // catalog. FNV-1a: a short, stable name, not a security property.
-  std::uint64_t h = 1469598103934665603ull;
-  for (const char c : catalog.snapshot()) {
-    h ^= static_cast<unsigned char>(c);
-    h *= 1099511628211ull;
-  }
-  return known[&catalog] = fmt::format("{}+catalog.{:016x}", errshim::version(), h);
+  return known[&catalog] = fmt::format("{}+catalog.{:016x}", errshim::version(), catalog.content_hash());
 }
 
 std::string with_catalog(std::string object, const errshim::Catalog& catalog) {
