@@ -13,8 +13,10 @@ a warm page cache:
   rg -F -c Error            a single literal pass, the floor
 Prints MB/s (best and median of --repeat runs), errshim / rg, -j 2 / -j 1, and
 the peak RSS of each process (getrusage of the child). With --layers, the
-errshim runs are repeated at the first size with those catalogs loaded
-(`--catalog FILE` each, e.g. the generated layers' snapshots), ripgrep skipped.
+errshim runs are repeated at the first size with those catalogs loaded, ripgrep
+skipped: a library name (or `all`) is a generated layer (`--generated NAME`,
+found in share/errshim/generated or $ERRSHIM_GENERATED_DIR), a path a catalog
+file (`--catalog FILE`).
 With --fresh-timestamps each error block's timestamps are the time it is
 written at, as in a real log: the blocks that carry them never repeat (the
 logs otherwise repeat five blocks word for word, which errshim's per-thread
@@ -181,7 +183,8 @@ def main(argv=None):
     ap.add_argument("--tmp", default=tempfile.gettempdir())
     ap.add_argument("--keep", action="store_true", help="keep the generated logs")
     ap.add_argument("--layers", default="",
-                    help="comma-separated catalog files for extra errshim rows at the first size (--catalog each)")
+                    help="comma-separated generated layer names (or 'all') or catalog files, for extra errshim "
+                         "rows at the first size")
     ap.add_argument("--fresh-timestamps", action="store_true",
                     help="error blocks carry the time they are written at (no repeated ERROR records)")
     args = ap.parse_args(argv)
@@ -227,7 +230,8 @@ def main(argv=None):
             if path not in made:
                 made.append(path)
             subprocess.run(["cat", path], stdout=subprocess.DEVNULL, check=True)  # warm the page cache
-            extra = [a for c in catalogs for a in ("--catalog", c)]
+            extra = [a for c in catalogs
+                     for a in (("--catalog", c) if os.sep in c or "." in c else ("--generated", c))]
             es = {j: measure([errshim, "scan", "--json", "-j", str(j)] + extra + [path], args.repeat, size)
                   for j in jobs}
             with_rg = rg and not catalogs

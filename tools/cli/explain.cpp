@@ -15,10 +15,11 @@ namespace errshim_cli {
 
 namespace {
 
-std::shared_ptr<const errshim::Entry> entry_by_id(const errshim::Catalog& catalog, std::string_view id) {
-  for (const auto& e : catalog.entries())
-    if (e->id == id) return e;
-  return nullptr;
+// The entry `id` names, sharing the catalog's ownership (find() decodes that
+// entry alone; entries() would decode a lazily read layer whole).
+std::shared_ptr<const errshim::Entry> entry_by_id(const errshim::CatalogPtr& catalog, std::string_view id) {
+  const errshim::Entry* e = catalog->find(id);
+  return e ? std::shared_ptr<const errshim::Entry>(catalog, e) : nullptr;
 }
 
 std::string lower(std::string s) {
@@ -48,7 +49,7 @@ Command add_explain(CLI::App& root) {
             const auto catalog = load_catalog(o->catalog);
             // An entry id is never an error message: show the entry itself.
             if (o->words.size() == 1) {
-              if (auto entry = entry_by_id(*catalog, message)) {
+              if (auto entry = entry_by_id(catalog, message)) {
                 if (o->output.json) {
                   errshim::Diagnosis d;
                   d.entry = entry;
