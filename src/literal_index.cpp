@@ -63,9 +63,9 @@ LiteralIndex::LiteralIndex(const std::vector<std::string>& keys, const GramWeigh
         return anchors;
       }()) {}
 
-LiteralIndex::LiteralIndex(const std::vector<std::string>& keys, const std::vector<std::uint32_t>& anchors) {
+LiteralIndex::LiteralIndex(const std::vector<std::string_view>& keys, const std::vector<std::uint32_t>& anchors) {
   std::size_t total = 0;
-  for (const std::string& k : keys) total += k.size();
+  for (const std::string_view k : keys) total += k.size();
   if (total >= std::numeric_limits<std::uint32_t>::max() || keys.size() >= std::numeric_limits<std::uint32_t>::max())
     throw std::length_error("literal index: keys too large");
   if (anchors.size() != keys.size()) throw std::invalid_argument("literal index: one anchor per key expected");
@@ -75,8 +75,14 @@ LiteralIndex::LiteralIndex(const std::vector<std::string>& keys, const std::vect
   for (std::size_t l = 0; l < 3; ++l) lanes_[l].width = kLanes[l].width, lanes_[l].stride = kLanes[l].stride;
   static_assert(kMainLaneKey == 8 + 4 - 1, "the main lane's shortest key");
   std::vector<std::pair<std::uint64_t, Posting>> lane_anchors[3];
+  {  // sized up front: grown by doubling they were touched twice over
+    std::size_t per_lane[3] = {0, 0, 0};
+    for (const std::string_view key : keys)
+      if (const std::size_t l = lane_for(key.size()); l < 3) per_lane[l] += kLanes[l].stride;
+    for (std::size_t l = 0; l < 3; ++l) lane_anchors[l].reserve(per_lane[l]);
+  }
   for (std::size_t id = 0; id < keys.size(); ++id) {
-    const std::string& key = keys[id];
+    const std::string_view key = keys[id];
     key_begin_.push_back(static_cast<std::uint32_t>(key_bytes_.size()));
     key_bytes_ += key;
     const std::size_t l = lane_for(key.size());

@@ -54,7 +54,9 @@ class LiteralIndex {
   // anchor_offset()): an index rebuilt from stored offsets skips weighing
   // windows. Any offset finds every occurrence; an offset past the key's
   // last usable window is taken as 0.
-  LiteralIndex(const std::vector<std::string>& keys, const std::vector<std::uint32_t>& anchors);
+  LiteralIndex(const std::vector<std::string_view>& keys, const std::vector<std::uint32_t>& anchors);
+  LiteralIndex(const std::vector<std::string>& keys, const std::vector<std::uint32_t>& anchors)
+      : LiteralIndex(std::vector<std::string_view>(keys.begin(), keys.end()), anchors) {}
 
   // Where in `key` the index anchors it: the offset of its rarest stretch
   // of windows at the width of the lane the key goes to (0 for a key too

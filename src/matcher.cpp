@@ -254,7 +254,7 @@ Matcher::Matcher(EntryTable entries, std::vector<Problem>& problems, MatchPlan p
   }
 
   // Entries sharing a literal share one key in the index.
-  std::vector<std::string> keys;
+  std::vector<std::string_view> keys;  // views into `plan`, alive to the end
   std::vector<std::uint32_t> anchors;
   std::vector<std::uint32_t> key_of(n, kNoKey);
   std::unordered_map<std::string_view, std::uint32_t> key_ids;

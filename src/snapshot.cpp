@@ -655,12 +655,20 @@ std::shared_ptr<LazySnapshot> LazySnapshot::read(std::string_view bytes, std::st
 }
 
 namespace {
+// Bytes read from a file, not zeroed first (an index is megabytes).
+struct Buffer {
+  std::unique_ptr<char[]> data;
+  std::size_t size = 0;
+  std::string_view view() const { return {data.get(), size}; }
+};
+
 // Reads [at, at + n) of `fd` into `out`; false when the file is shorter.
-bool read_at(int fd, std::size_t at, std::size_t n, std::string& out) {
-  out.resize(n);
+bool read_at(int fd, std::size_t at, std::size_t n, Buffer& out) {
+  out.data.reset(new char[n]);
+  out.size = n;
   std::size_t done = 0;
   while (done < n) {
-    const ssize_t got = ::pread(fd, out.data() + done, n - done, static_cast<off_t>(at + done));
+    const ssize_t got = ::pread(fd, out.data.get() + done, n - done, static_cast<off_t>(at + done));
     if (got < 0 && errno == EINTR) continue;
     if (got <= 0) return false;
     done += static_cast<std::size_t>(got);
@@ -681,13 +689,13 @@ std::shared_ptr<LazySnapshot> LazySnapshot::open(const std::filesystem::path& pa
   const auto size = static_cast<std::size_t>(st.st_size);
   try {
     // The header first, then the index up to where the records start.
-    std::string prefix;
-    read_at(fd, 0, std::min<std::size_t>(size, 4096), prefix);
-    const std::size_t records = check_header(prefix);
-    if (records > size) throw Damaged{prefix.size() - kMagic.size(), "cut short: the index is missing"};
-    if (records > prefix.size() && !read_at(fd, 0, records, prefix))
-      throw Damaged{prefix.size() - kMagic.size(), "cut short while reading the index"};
-    std::shared_ptr<LazySnapshot> out = finish(read_index(prefix, records, size, true), name);
+    Buffer prefix;
+    if (!read_at(fd, 0, std::min<std::size_t>(size, 4096), prefix)) throw Damaged{0, "cut short: no header"};
+    const std::size_t records = check_header(prefix.view());
+    if (records > size) throw Damaged{prefix.size - kMagic.size(), "cut short: the index is missing"};
+    if (records > prefix.size && !read_at(fd, 0, records, prefix))
+      throw Damaged{prefix.size - kMagic.size(), "cut short while reading the index"};
+    std::shared_ptr<LazySnapshot> out = finish(read_index(prefix.view(), records, size, true), name);
     out->fd_ = fd;
     return out;
   } catch (const Damaged& d) {
@@ -705,14 +713,14 @@ std::shared_ptr<const Entry> LazySnapshot::decode(std::size_t i, std::string& pr
   const Item& item = items_[i];
   const std::size_t at = records_ + item.offset;
   try {
-    std::string copy;
+    Buffer copy;
     std::string_view record;
     if (fd_ >= 0) {
       // Read when first needed, not mapped: a file replaced in place under
       // a running process gives a damaged record here, never a SIGBUS.
       if (!read_at(fd_, at, item.size, copy))
         throw Damaged{at - kMagic.size(), fmt::format("entry '{}': the file is shorter than its index says", item.id)};
-      record = copy;
+      record = copy.view();
     } else {
       record = bytes_.substr(at, item.size);
     }
