@@ -255,20 +255,34 @@ void emit_entry(YAML::Emitter& out, const Json& rec, const RecordRef& ref, std::
 // either, or JSON lines.
 std::vector<Json> records_of(std::string_view json, const std::string& name) {
   std::vector<Json> docs;
+  // "NAME:LINE:COLUMN: not valid JSON: WHAT", for the byte at `at` of `text`.
+  auto fail = [&](std::string_view text, std::size_t line, std::size_t at, const std::string& what) {
+    at = std::min(at, text.size());
+    const std::string_view before = text.substr(0, at);
+    const auto row = static_cast<std::size_t>(std::count(before.begin(), before.end(), '\n'));
+    const std::size_t nl = before.rfind('\n');
+    const std::size_t column = nl == std::string_view::npos ? at + 1 : at - nl;
+    throw import_error(fmt::format("{}:{}:{}: not valid JSON: {}", name, line + row + 1, column, what));
+  };
   auto parse = [&](std::string_view text, std::size_t line) {
     try {
       docs.push_back(Json::parse(text.begin(), text.end()));
     } catch (const Json::parse_error& e) {
       // parse_error's byte: how many bytes were read, up to the end of the
       // offending token; the message gives that byte's line:column.
-      const std::size_t at = std::min<std::size_t>(e.byte > 0 ? e.byte - 1 : 0, text.size());
-      const std::string_view before = text.substr(0, at);
-      const auto row = static_cast<std::size_t>(std::count(before.begin(), before.end(), '\n'));
-      const std::size_t nl = before.rfind('\n');
-      const std::size_t column = nl == std::string_view::npos ? at + 1 : at - nl;
       std::string what = e.what();
       if (const std::size_t colon = what.find(": syntax error"); colon != std::string::npos) what.erase(0, colon + 2);
-      throw import_error(fmt::format("{}:{}:{}: not valid JSON: {}", name, line + row + 1, column, what));
+      fail(text, line, e.byte > 0 ? e.byte - 1 : 0, what);
+    } catch (const Json::exception& e) {
+      // Valid syntax nlohmann cannot hold (a number no double holds): its
+      // message quotes the token, which gives the position.
+      std::string what = e.what();
+      if (const std::size_t bracket = what.find("] "); bracket != std::string::npos) what.erase(0, bracket + 2);
+      const std::size_t open = what.find('\''), close = what.rfind('\'');
+      const std::size_t at = open != std::string::npos && close > open
+                                 ? text.find(std::string_view(what).substr(open + 1, close - open - 1))
+                                 : std::string_view::npos;
+      fail(text, line, at == std::string_view::npos ? 0 : at, what);
     }
   };
   const std::size_t first = json.find_first_not_of(" \t\r\n");
