@@ -10,15 +10,17 @@
 # objects make errshim_c, and the unit tests link the same objects next to
 # the static errshim, since they mix C calls with C++ ones (an observer
 # registered in C sees a C++ guard) and so need one copy of the library.
-add_library(errshim_c_objects OBJECT ${PROJECT_SOURCE_DIR}/src/c_api.cpp)
+add_library(errshim_c_objects OBJECT ${PROJECT_SOURCE_DIR}/src/bindings/c/c_api.cpp)
 set_target_properties(errshim_c_objects PROPERTIES
   CXX_EXTENSIONS OFF
   POSITION_INDEPENDENT_CODE ON
   CXX_VISIBILITY_PRESET hidden
   VISIBILITY_INLINES_HIDDEN ON)
 target_compile_features(errshim_c_objects PRIVATE cxx_std_17)
-target_include_directories(errshim_c_objects PRIVATE ${PROJECT_SOURCE_DIR}/src)  # json.hpp
-target_link_libraries(errshim_c_objects PRIVATE errshim $<BUILD_INTERFACE:errshim_warnings>)
+# The rooms it uses (json.hpp, observer_internal.hpp) give their include
+# paths only: an object library linked by an object library adds no objects,
+# and theirs come from errshim.
+target_link_libraries(errshim_c_objects PRIVATE errshim_remedy errshim $<BUILD_INTERFACE:errshim_warnings>)
 if(TARGET errshim_tests)
   target_sources(errshim_tests PRIVATE $<TARGET_OBJECTS:errshim_c_objects>)
 endif()

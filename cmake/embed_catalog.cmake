@@ -1,6 +1,6 @@
 # Turns the YAML files of patterns/ into a C++ source holding their bytes, so
 # the library carries its catalog and needs no files at run time (normal
-# builds embed a snapshot made from these: src/embedded_catalog.hpp). Names
+# builds embed a snapshot made from these: src/catalog/embedded_catalog.hpp). Names
 # stay relative to the source tree ("patterns/candle.yaml"), so problems
 # found in an embedded file point at the file a developer edits.
 set(body "")

@@ -1,6 +1,6 @@
 // Build step: builds the catalog of patterns/ (embedded as YAML in this
 // program) and writes a C++ source holding its snapshot, which the library
-// embeds instead of the YAML (src/embedded_catalog.hpp). A catalog with any
+// embeds instead of the YAML (src/catalog/embedded_catalog.hpp). A catalog with any
 // problem fails the build here, with every problem listed.
 //
 //   errshim_embed_snapshot OUT.cpp

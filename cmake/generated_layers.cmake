@@ -4,10 +4,7 @@
 # finds it (README, "Generated layers").
 include(GNUInstallDirs)
 set(ERRSHIM_GENERATED_INSTALL_DIR ${CMAKE_INSTALL_FULL_DATADIR}/errshim/generated)
-# Baked into the one source that reads it, so the rest of the library's
-# objects do not depend on the install prefix.
-set_source_files_properties(${PROJECT_SOURCE_DIR}/src/generated_layers.cpp PROPERTIES
-  COMPILE_DEFINITIONS "ERRSHIM_GENERATED_INSTALL_DIR=\"${ERRSHIM_GENERATED_INSTALL_DIR}\"")
+# Baked into src/catalog/generated_layers.cpp alone (cmake/rooms.cmake).
 
 file(GLOB ERRSHIM_GENERATED_LAYERS CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/patterns/generated/*.yaml)
 set(ERRSHIM_GENERATED_LAYER_DIR ${PROJECT_BINARY_DIR}/generated/layers)

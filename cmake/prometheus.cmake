@@ -10,10 +10,10 @@ if(NOT prometheus-cpp_FOUND)
   return()
 endif()
 
-add_library(errshim_prometheus ${PROJECT_SOURCE_DIR}/src/prometheus/prometheus.cpp)
+add_library(errshim_prometheus ${PROJECT_SOURCE_DIR}/src/bindings/prometheus/prometheus.cpp)
 add_library(errshim::prometheus ALIAS errshim_prometheus)
 target_compile_features(errshim_prometheus PUBLIC cxx_std_17)
 set_target_properties(errshim_prometheus PROPERTIES CXX_EXTENSIONS OFF POSITION_INDEPENDENT_CODE ON)
-target_include_directories(errshim_prometheus PRIVATE ${PROJECT_SOURCE_DIR}/src)
+target_include_directories(errshim_prometheus PRIVATE ${PROJECT_SOURCE_DIR}/src/grammar)  # chars.hpp
 target_link_libraries(errshim_prometheus PUBLIC errshim::errshim prometheus-cpp::core
                       PRIVATE $<BUILD_INTERFACE:errshim_warnings>)

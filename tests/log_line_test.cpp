@@ -1,4 +1,4 @@
-// The log-line grammar (src/log_line.hpp): its rules case by case, the
+// The log-line grammar (src/grammar/log_line.hpp): its rules case by case, the
 // disagreements between the normaliser and the scanner it settled, and the
 // normaliser and the scanner reading every line of the test corpora alike.
 

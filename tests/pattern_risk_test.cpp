@@ -1,4 +1,4 @@
-// The catastrophic-backtracking detector (src/pattern_risk.hpp) and lint's
+// The catastrophic-backtracking detector (src/match/pattern_risk.hpp) and lint's
 // use of it: the classic shapes are flagged, separated or possessive forms
 // and every shipped pattern are not.
 #include <gtest/gtest.h>

@@ -1,4 +1,4 @@
-// The shared regex parser (src/regex_syntax.hpp): the tree it builds, where
+// The shared regex parser (src/grammar/regex_syntax.hpp): the tree it builds, where
 // it refuses a pattern, and the specificity pass the winner rule uses, which
 // must give a template's regex the template's own literal length.
 #include <gtest/gtest.h>

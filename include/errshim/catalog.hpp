@@ -268,7 +268,7 @@ class Catalog {
   Catalog& operator=(const Catalog&) = delete;
 
  private:
-  struct Impl;  // src/catalog.cpp
+  struct Impl;  // src/catalog/catalog.cpp
   friend class CatalogBuilder;
   explicit Catalog(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;

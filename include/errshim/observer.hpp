@@ -74,7 +74,7 @@ class ObserverHandle {
   void reset() noexcept;
   explicit operator bool() const noexcept { return slot_ != nullptr; }
 
-  struct Slot;  // the registry's record of one observer (src/observer.cpp)
+  struct Slot;  // the registry's record of one observer (src/remedy/observer.cpp)
 
  private:
   friend ObserverHandle observe_lookups(LookupObserver observer);

@@ -14,7 +14,7 @@
 // max_block_bytes keeps its head and tail, and nothing else is held. Each
 // block is handed to the visitor as soon as it ends, so output can stream.
 // Lines are classified only where a literal search over the bytes finds a
-// marker that can open a block (see src/scan_candidates.hpp); the result is
+// marker that can open a block (see src/report/scan_candidates.hpp); the result is
 // the same as classifying every line. scan_file() maps the file and can
 // split it across threads.
 #pragma once

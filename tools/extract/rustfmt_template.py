@@ -1,6 +1,6 @@
 """Rust format strings -> errshim templates, capture names, capture patterns,
 sample values; and a Python port of the template -> regex rule errshim uses
-(src/template.cpp), to check generated examples before lint does.
+(src/grammar/template.cpp), to check generated examples before lint does.
 """
 
 import re

@@ -2,7 +2,7 @@
 // matching rule find() shares with ConfigTree. Included at the end of
 // config.hpp; standard library only, since it is a public header. What does
 // not depend on a member type (the key rule, number parsing and formatting)
-// is defined in src/typed_config.cpp, so that every file that includes
+// is defined in src/remedy/typed_config.cpp, so that every file that includes
 // errshim.hpp does not compile <charconv>, <cmath> and <algorithm>.
 #pragma once
 

@@ -1,6 +1,6 @@
 // The log-line grammar: what one line of a log or an error text is, read the
-// same way by the normaliser (src/normalize.cpp) and the log scanner
-// (src/scan.cpp). Log prefixes (timestamps, levels, logger names, worker and
+// same way by the normaliser (src/match/normalize.cpp) and the log scanner
+// (src/report/scan.cpp). Log prefixes (timestamps, levels, logger names, worker and
 // container tags, glog headers), level words and which of them are errors,
 // the wrapper lines of Python, Rust and libtorch errors, and terminal escapes.
 //
@@ -142,10 +142,10 @@ struct LineClass {
     return prefix == o.prefix && level == o.level && record == o.record && marker == o.marker;
   }
 };
-// One line without its '\n', as src/normalize.cpp reads it (escapes and NULs
+// One line without its '\n', as src/match/normalize.cpp reads it (escapes and NULs
 // removed, the last of its carriage-return redraws).
 LineClass normaliser_class(sv line);
-// One line without its '\n', as src/scan.cpp reads it (what a terminal shows
+// One line without its '\n', as src/report/scan.cpp reads it (what a terminal shows
 // of it, escapes removed).
 LineClass scanner_class(sv line);
 

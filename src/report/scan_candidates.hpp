@@ -1,5 +1,5 @@
 // Where in a log buffer a line could open an error block: the literal
-// search in front of the log scanner's line classifier (src/scan.cpp).
+// search in front of the log scanner's line classifier (src/report/scan.cpp).
 //
 // A line opens a block in the scanner only if it contains, in any case, one
 // of "err" (ERR/ERROR levels, "Error:", "FooError: "), "fatal", "critical",
