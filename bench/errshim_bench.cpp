@@ -124,9 +124,7 @@ bool g_quick = false;
 std::vector<std::size_t> g_sizes = {10, 100, 1000, 10000, 100000};
 constexpr std::size_t kMessagesPerSet = 32;
 
-double ms_since(Clock::time_point t0) {
-  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
-}
+double ms_since(Clock::time_point t0) { return std::chrono::duration<double, std::milli>(Clock::now() - t0).count(); }
 
 // Measures time and live allocations of `build` (which keeps its result).
 template <class F>
@@ -230,7 +228,7 @@ struct Fixture {
   synth::SynthCatalog cat;
   std::vector<std::shared_ptr<const errshim::Entry>> entries;
   std::unique_ptr<Matcher> matcher;  // errshim: lazily compiled
-  std::unique_ptr<Matcher> naive;    // every regex compiled up front
+  std::unique_ptr<Matcher> naive;  // every regex compiled up front
   LoadFigures errshim_load, naive_load, hs_load, re2_load;
   std::map<std::string, std::vector<std::string>> messages;  // "short/hit" ...
 
@@ -281,7 +279,8 @@ struct Fixture {
       o.set_log_errors(false);
       re2 = std::make_unique<re2::RE2::Set>(o, re2::RE2::UNANCHORED);
       for (std::size_t i = 0; i < entries.size(); ++i)
-        if (re2->Add("(?m)" + for_comparator(entries[i]->pattern), nullptr) < 0) re2_always.push_back(static_cast<std::uint32_t>(i));
+        if (re2->Add("(?m)" + for_comparator(entries[i]->pattern), nullptr) < 0)
+          re2_always.push_back(static_cast<std::uint32_t>(i));
       if (!re2->Compile()) re2_load.error = "RE2::Set::Compile failed (memory budget)";
     });
     re2_load.ms = ms;
@@ -317,7 +316,10 @@ class IgnoreEvents final : public YAML::EventHandler {
 };
 
 std::string set_name(synth::Size s, bool hit) {
-  return std::string(s == synth::Size::short_ ? "short" : s == synth::Size::medium ? "medium" : "long") + (hit ? "/hit" : "/miss");
+  return std::string(s == synth::Size::short_   ? "short"
+                     : s == synth::Size::medium ? "medium"
+                                                : "long") +
+         (hit ? "/hit" : "/miss");
 }
 
 // A 16 KB log that normalisation keeps as one segment.
@@ -425,12 +427,13 @@ MatchFn match_fn(Fixture& f, const std::string& impl) {
     if (!f.hs_scratch) return nullptr;
     return [&f](const std::string& m) {
       return f.naive->match_prefiltered(m, {}, [&f](std::string_view text, std::vector<std::uint32_t>& ids) {
-        hs_scan(f.hs_db, text.data(), static_cast<unsigned>(text.size()), 0, f.hs_scratch,
-                [](unsigned id, unsigned long long, unsigned long long, unsigned, void* ctx) {
-                  static_cast<std::vector<std::uint32_t>*>(ctx)->push_back(id);
-                  return 0;
-                },
-                &ids);
+        hs_scan(
+            f.hs_db, text.data(), static_cast<unsigned>(text.size()), 0, f.hs_scratch,
+            [](unsigned id, unsigned long long, unsigned long long, unsigned, void* ctx) {
+              static_cast<std::vector<std::uint32_t>*>(ctx)->push_back(id);
+              return 0;
+            },
+            &ids);
       });
     };
   }
@@ -470,8 +473,7 @@ void latency(benchmark::State& state, std::string impl, std::size_t n, std::stri
   const std::vector<std::string>& msgs = f.messages[set];
   if (!fn || msgs.empty()) {
     state.SkipWithError("not available");
-    for (auto _ : state) {
-    }
+    for (auto _ : state) {}
     return;
   }
   // Warm up: lazy compilation and caches (a couple of messages for slow impls).
@@ -521,8 +523,9 @@ void scale(benchmark::State& state, std::size_t big, std::string set) {
     s[k]->samples.clear();
     s[k]->msgs.clear();
     const bool hit = set.find("hit") != std::string::npos;
-    const synth::Size size = set.rfind("short", 0) == 0 ? synth::Size::short_
-                             : set.rfind("medium", 0) == 0 ? synth::Size::medium : synth::Size::long_;
+    const synth::Size size = set.rfind("short", 0) == 0    ? synth::Size::short_
+                             : set.rfind("medium", 0) == 0 ? synth::Size::medium
+                                                           : synth::Size::long_;
     synth::Rng r(sizes[k] * 7 + 3);
     for (int attempts = 0; s[k]->msgs.size() < kMessagesPerSet && attempts < 1000; ++attempts) {
       const std::string bare =
@@ -566,8 +569,7 @@ void load(benchmark::State& state, std::string impl, std::size_t n) {
 #ifdef ERRSHIM_BENCH_RE2
   if (impl == "re2set") f.build_re2(), fig = &f.re2_load;
 #endif
-  for (auto _ : state) {
-  }
+  for (auto _ : state) {}
   if (!fig->error.empty()) state.SkipWithError(fig->error.c_str());
   state.counters["ms"] = fig->ms;
   state.counters["mb"] = fig->mb;
@@ -621,7 +623,8 @@ void guard_interleaved(benchmark::State& state) {
       const bool guarded_now = (side == 0) == guarded_first;
       const auto t0 = Clock::now();
       if (guarded_now) {
-        for (int i = 0; i < kCalls; ++i) benchmark::DoNotOptimize(x = errshim::guard([&] { return work(x); }, *catalog));
+        for (int i = 0; i < kCalls; ++i)
+          benchmark::DoNotOptimize(x = errshim::guard([&] { return work(x); }, *catalog));
       } else {
         for (int i = 0; i < kCalls; ++i) benchmark::DoNotOptimize(x = work(x));
       }
@@ -647,7 +650,8 @@ void shipped(benchmark::State& state) {
   double candidates = 0, messages = 0;
   for (const auto& e : catalog->entries()) {
     for (const auto& ex : e->match_examples) candidates += static_cast<double>(m.candidate_count(ex.text)), ++messages;
-    for (const auto& ex : e->no_match_examples) candidates += static_cast<double>(m.candidate_count(ex.text)), ++messages;
+    for (const auto& ex : e->no_match_examples)
+      candidates += static_cast<double>(m.candidate_count(ex.text)), ++messages;
   }
   const std::string msg = "Error: kv_cache_enabled=true is not supported";
   for (auto _ : state) benchmark::DoNotOptimize(catalog->diagnose(msg));
@@ -666,7 +670,8 @@ std::string bounds_input(const std::string& name, const std::string& known) {
     while (s.size() < (50u << 20)) s += "0.1234, -5.6789, ";
     s += "])\n";
   } else if (name == "log_50mib") {
-    for (int i = 0; s.size() < (50u << 20); ++i) s += "2024-05-01 12:00:00 INFO [worker-1] step " + std::to_string(i) + " ok\n";
+    for (int i = 0; s.size() < (50u << 20); ++i)
+      s += "2024-05-01 12:00:00 INFO [worker-1] step " + std::to_string(i) + " ok\n";
     s += "2024-05-01 12:00:01 ERROR [worker-1] " + known + "\n";
   } else if (name == "random_bytes_8mib") {
     std::uint64_t x = 20240501;
@@ -804,9 +809,9 @@ void register_all() {
       if (impl == "hyperscan" && n > 10000 && g_quick) continue;
       for (const char* size : {"short", "medium", "long"}) {
         for (const char* c : {"hit", "miss"}) {
-          auto* b = benchmark::RegisterBenchmark(
-              ("latency/" + impl + "/" + std::to_string(n) + "/" + size + "/" + c).c_str(), latency, impl, n,
-              std::string(size) + "/" + c);
+          auto* b =
+              benchmark::RegisterBenchmark(("latency/" + impl + "/" + std::to_string(n) + "/" + size + "/" + c).c_str(),
+                                           latency, impl, n, std::string(size) + "/" + c);
           b->Unit(benchmark::kMicrosecond);
           // The naive loop costs ~0.1-2 us per entry: few iterations at large N.
           if (impl == "naive" && n >= 100000)
@@ -825,18 +830,20 @@ void register_all() {
           ->MinTime(min_time);
   }
   for (auto [name, size] : {std::pair{"short", synth::Size::short_}, std::pair{"medium", synth::Size::medium},
-                             std::pair{"long", synth::Size::long_}})
+                            std::pair{"long", synth::Size::long_}})
     benchmark::RegisterBenchmark((std::string("normalize/") + name).c_str(), normalize_only, size)
         ->Unit(benchmark::kMicrosecond)
         ->MinTime(min_time);
   benchmark::RegisterBenchmark("guard/interleaved", guard_interleaved)->MinTime(g_quick ? 0.5 : 2.0);
   benchmark::RegisterBenchmark("candidates/shipped", shipped)->MinTime(min_time);
   for (bool runaway : {false, true})
-    benchmark::RegisterBenchmark(runaway ? "adversarial/near_miss_1mib/runaway_user" : "adversarial/near_miss_1mib/shipped",
-                                 adversarial, runaway)
+    benchmark::RegisterBenchmark(
+        runaway ? "adversarial/near_miss_1mib/runaway_user" : "adversarial/near_miss_1mib/shipped", adversarial,
+        runaway)
         ->Unit(benchmark::kMillisecond)
         ->MinTime(min_time);
-  for (const char* name : {"message_50mib", "log_50mib", "random_bytes_8mib", "traceback_100k_frames", "caused_by_100k_links"})
+  for (const char* name :
+       {"message_50mib", "log_50mib", "random_bytes_8mib", "traceback_100k_frames", "caused_by_100k_links"})
     benchmark::RegisterBenchmark((std::string("bounds/") + name).c_str(), bounds, std::string(name))
         ->Unit(benchmark::kMillisecond)
         ->Iterations(g_quick ? 3 : 10);

@@ -38,10 +38,10 @@
 #endif
 
 #ifndef ERRSHIM_FUZZ_FAIL
-#define ERRSHIM_FUZZ_FAIL(message)                                               \
-  do {                                                                           \
+#define ERRSHIM_FUZZ_FAIL(message)                                            \
+  do {                                                                        \
     std::fprintf(stderr, "errshim fuzz: %s\n", std::string(message).c_str()); \
-    std::abort();                                                                \
+    std::abort();                                                             \
   } while (false)
 #endif
 
@@ -308,7 +308,9 @@ inline void config_fix_one(const std::uint8_t* data, std::size_t size) {
     d = std::move(made);
   }
   ActionRegistry actions;
-  actions.add("rewrite", [](ConfigAccess& c, const Diagnosis&) { c.set({"rewritten"}, Value{Value::Type::boolean, "true"}); });
+  actions.add("rewrite", [](ConfigAccess& c, const Diagnosis&) {
+    c.set({"rewritten"}, Value{Value::Type::boolean, "true"});
+  });
   Policy policy;
   policy.allowed = {Safety::safe, Safety::slower, Safety::changes_output};
   policy.actions = &actions;
@@ -320,8 +322,8 @@ inline void config_fix_one(const std::uint8_t* data, std::size_t size) {
   // The checks below read block YAML whose every line is a key, a
   // list item, a comment or blank: on malformed documents yaml-cpp accepts
   // (a stray word at the end) the splice may give way to the emitter.
-  bool well_formed = config_text.find('\0') == std::string_view::npos &&
-                     config_text.find("\xEF\xBB\xBF", 1) == std::string_view::npos;
+  bool well_formed =
+      config_text.find('\0') == std::string_view::npos && config_text.find("\xEF\xBB\xBF", 1) == std::string_view::npos;
   for (std::size_t at = 0; at < config_text.size() && well_formed;) {
     const std::size_t nl = std::min(config_text.find('\n', at), config_text.size());
     std::string_view line = config_text.substr(at, nl - at);
@@ -342,7 +344,8 @@ inline void config_fix_one(const std::uint8_t* data, std::size_t size) {
   for (std::size_t at = 0; at < config_text.size() && quotes_close;) {
     const std::size_t nl = std::min(config_text.find('\n', at), config_text.size());
     const std::string_view line = config_text.substr(at, nl - at);
-    quotes_close = std::count(line.begin(), line.end(), '"') % 2 == 0 && std::count(line.begin(), line.end(), '\'') % 2 == 0;
+    quotes_close =
+        std::count(line.begin(), line.end(), '"') % 2 == 0 && std::count(line.begin(), line.end(), '\'') % 2 == 0;
     at = nl + 1;
   }
   const bool plain = utf8_all && well_formed && printable && quotes_close;
@@ -370,20 +373,23 @@ inline void config_fix_one(const std::uint8_t* data, std::size_t size) {
     }
     // It reads back as the tree the fix made, not only at the keys it set.
     if (!again->same_values(scratch))
-      ERRSHIM_FUZZ_FAIL("a fixed config does not read back as the fixed tree\n--- config:\n" + std::string(config_text) +
-                        "\n--- fixed:\n" + out);
+      ERRSHIM_FUZZ_FAIL("a fixed config does not read back as the fixed tree\n--- config:\n" +
+                        std::string(config_text) + "\n--- fixed:\n" + out);
     // One scalar changed in place: the bytes around it are the original's,
     // so what differs lies on one line (checked where the old value's text
     // is written once, on one line, and no alias or block scalar is near).
     if (plain && choice.changes.size() == 1 && choice.changes[0].before && choice.changes[0].after &&
-        choice.changes[0].before->type != Value::Type::null && choice.changes[0].before->text.find('\n') == std::string::npos &&
-        !choice.changes[0].before->text.empty() && config_text.find_first_of("*|>&") == std::string_view::npos) {
+        choice.changes[0].before->type != Value::Type::null &&
+        choice.changes[0].before->text.find('\n') == std::string::npos && !choice.changes[0].before->text.empty() &&
+        config_text.find_first_of("*|>&") == std::string_view::npos) {
       const std::string& old_text = choice.changes[0].before->text;
       const std::size_t first = config_text.find(old_text);
       if (first != std::string_view::npos && config_text.find(old_text, first + 1) == std::string_view::npos) {
         std::size_t p = 0, q = 0;
         while (p < out.size() && p < config_text.size() && out[p] == config_text[p]) ++p;
-        while (q < out.size() - p && q < config_text.size() - p && out[out.size() - 1 - q] == config_text[config_text.size() - 1 - q]) ++q;
+        while (q < out.size() - p && q < config_text.size() - p &&
+               out[out.size() - 1 - q] == config_text[config_text.size() - 1 - q])
+          ++q;
         const std::string_view changed = config_text.substr(p, config_text.size() - p - q);
         if (changed.find('\n') != std::string_view::npos)
           ERRSHIM_FUZZ_FAIL("a fix of one value rewrote other lines\n--- config:\n" + std::string(config_text) +
@@ -404,7 +410,8 @@ inline void config_fix_one(const std::uint8_t* data, std::size_t size) {
   }
 
   int calls = 0;
-  const std::string thrown = std::string(message.empty() ? std::string_view("kv_cache_enabled=true is not supported") : message);
+  const std::string thrown =
+      std::string(message.empty() ? std::string_view("kv_cache_enabled=true is not supported") : message);
   try {
     auto r = remediate(
         config,

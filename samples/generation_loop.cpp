@@ -12,7 +12,8 @@
 
 int main() {
   const errshim::ConfigTree generation_config = errshim::ConfigTree::parse(
-      R"({"max_new_tokens": 64, "cache_implementation": "quantized", "cache_config": {"nbits": 4}})", "generation_config.json");
+      R"({"max_new_tokens": 64, "cache_implementation": "quantized", "cache_config": {"nbits": 4}})",
+      "generation_config.json");
   errshim::Metrics metrics;
   errshim::Policy policy;
   policy.metrics = &metrics;
@@ -30,7 +31,8 @@ int main() {
         policy);
     ++generated;
     const auto cache = step.config.get({"cache_implementation"})->text;
-    fmt::print("{:<13} -> '{}' with cache_implementation={} ({} call(s))\n", model, step.value, cache, step.report.calls);
+    fmt::print("{:<13} -> '{}' with cache_implementation={} ({} call(s))\n", model, step.value, cache,
+               step.report.calls);
     if (std::string(model) == "whisper-tiny" && cache != "dynamic") ++failures;
     if (std::string(model) != "whisper-tiny" && cache != "quantized") ++failures;
   }

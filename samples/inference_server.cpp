@@ -57,8 +57,8 @@ int main() {
   int ok = 0, refused = 0;
   for (const Request& r : requests) {
     try {
-      auto out = errshim::remediate(errshim::ConfigTree::parse(r.config_yaml),
-                                    [&](const errshim::ConfigTree& c) { return serve(r, c); }, policy);
+      auto out = errshim::remediate(
+          errshim::ConfigTree::parse(r.config_yaml), [&](const errshim::ConfigTree& c) { return serve(r, c); }, policy);
       ++ok;
       fmt::print("200 {:<13} '{}' after {} call(s)\n", r.model, out.value, out.report.calls);
     } catch (const errshim::remediation_error& e) {
@@ -66,8 +66,9 @@ int main() {
       fmt::print("500 {:<13} {}\n", r.model, e.what());
       fmt::print("    history:\n");
       for (const auto& d : e.report().decisions)
-        fmt::print("      {} step {}: {}{}\n", errshim::to_string(d.outcome), d.step ? std::to_string(*d.step + 1) : "-",
-                   d.reason, d.changes.empty() ? "" : fmt::format(" (would set {})", errshim::to_string(d.changes[0].path)));
+        fmt::print("      {} step {}: {}{}\n", errshim::to_string(d.outcome),
+                   d.step ? std::to_string(*d.step + 1) : "-", d.reason,
+                   d.changes.empty() ? "" : fmt::format(" (would set {})", errshim::to_string(d.changes[0].path)));
       try {
         std::rethrow_if_nested(e);
       } catch (const std::exception& original) {
@@ -78,9 +79,10 @@ int main() {
   fmt::print("--- audit ({} records)\n", audit.size());
   for (const auto& line : audit) fmt::print("{}\n", line);
   fmt::print("--- metrics\n{}", metrics.prometheus());
-  const bool expected = ok == 3 && refused == 1 &&
-                        metrics.value("transformers.generation.quantized_cache_unsupported", errshim::Decision::Outcome::applied) == 1 &&
-                        metrics.value("candle.mimi.kv_repeat", errshim::Decision::Outcome::suggested) == 1;
+  const bool expected =
+      ok == 3 && refused == 1 &&
+      metrics.value("transformers.generation.quantized_cache_unsupported", errshim::Decision::Outcome::applied) == 1 &&
+      metrics.value("candle.mimi.kv_repeat", errshim::Decision::Outcome::suggested) == 1;
   if (!expected) {
     fmt::print("inference_server: UNEXPECTED ok={} refused={}\n", ok, refused);
     return 1;

@@ -46,8 +46,8 @@ inline Model candle_metavoice_new(const MetavoiceConfig& cfg) {
 // candle-nn/src/ops.rs, Sdpa::metal_fwd: a head dim the Metal kernel lacks.
 inline void candle_sdpa_metal(int head_dim) {
   throw ffi_error("Error: Meta SDPA does not support q head dim " + std::to_string(head_dim) + ": q dims [1, 32, 7, " +
-                  std::to_string(head_dim) + "], k dims [1, 8, 7, " + std::to_string(head_dim) + "], v dims [1, 8, 7, " +
-                  std::to_string(head_dim) + "].");
+                  std::to_string(head_dim) + "], k dims [1, 8, 7, " + std::to_string(head_dim) +
+                  "], v dims [1, 8, 7, " + std::to_string(head_dim) + "].");
 }
 
 // transformers src/transformers/generation/utils.py, _prepare_cache_for_generation

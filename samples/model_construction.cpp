@@ -59,9 +59,11 @@ int main() {
       .bind("attn_kernel_type", &standin::MetavoiceConfig::attn_kernel_type);
   const errshim::TypedConfig<standin::MetavoiceConfig> typed(standin::MetavoiceConfig{}, bindings);
   auto built = errshim::remediate(
-      typed, [](const errshim::TypedConfig<standin::MetavoiceConfig>& c) { return standin::candle_metavoice_new(c.value()); },
+      typed,
+      [](const errshim::TypedConfig<standin::MetavoiceConfig>& c) { return standin::candle_metavoice_new(c.value()); },
       policy);
-  fmt::print("2. typed config: built '{}', kv_cache_enabled={}\n", built.value.name, built.config.value().kv_cache_enabled);
+  fmt::print("2. typed config: built '{}', kv_cache_enabled={}\n", built.value.name,
+             built.config.value().kv_cache_enabled);
   print_audit(built.report);
   check(!built.config.value().kv_cache_enabled, "struct member changed on the copy");
   check(typed.value().kv_cache_enabled, "caller's struct untouched");

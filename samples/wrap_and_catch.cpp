@@ -32,8 +32,7 @@ bool original_is_ffi_error(const errshim::translated_error& e) {
     std::rethrow_if_nested(e);
   } catch (const standin::ffi_error&) {
     return true;
-  } catch (...) {
-  }
+  } catch (...) {}
   return false;
 }
 }  // namespace

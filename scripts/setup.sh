@@ -7,7 +7,7 @@
 #   --with-fuzz   clang and libFuzzer's runtime, for scripts/fuzz.sh and sanitizers
 #   --with-bench  Hyperscan, RE2 and ripgrep, the benchmarks' comparators
 #   --with-server prometheus-cpp, cpp-httplib, Prometheus and rsyslog: the server sample and its tests
-#   --with-ci     ccache, so scripts/check.sh's builds share their common objects
+#   --with-ci     ccache, so scripts/check.sh's builds share their common objects; clang-format-14 for the format check
 set -euo pipefail
 
 packages=(g++ cmake make pkg-config
@@ -20,7 +20,7 @@ for arg in "$@"; do
     --with-fuzz)  packages+=(clang libclang-rt-14-dev) ;;
     --with-bench) packages+=(libhyperscan-dev libre2-dev ripgrep) ;;
     --with-server) packages+=(prometheus-cpp-dev libcpp-httplib-dev prometheus rsyslog) ;;
-    --with-ci)    packages+=(ccache) ;;
+    --with-ci)    packages+=(ccache clang-format-14) ;;
     *) echo "setup.sh: unknown option '$arg' (try --with-torch, --with-python, --with-fuzz, --with-bench, --with-server, --with-ci)" >&2; exit 2 ;;
   esac
 done

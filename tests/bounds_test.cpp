@@ -139,7 +139,8 @@ TEST(Bounds, AFiftyMegabyteLogIsHandledWithinTheBounds) {
   // are matched: an error on its last line is declined (docs/bad-input.md).
   std::string log;
   log.reserve((50u << 20) + 128);
-  for (int i = 0; log.size() < (50u << 20); ++i) log += "2024-05-01 12:00:00 INFO [worker-1] step " + std::to_string(i) + " ok\n";
+  for (int i = 0; log.size() < (50u << 20); ++i)
+    log += "2024-05-01 12:00:00 INFO [worker-1] step " + std::to_string(i) + " ok\n";
   log += std::string("2024-05-01 12:00:01 ERROR [worker-1] ") + kMimi + "\n";
   (void)bounded_match(log);
 }
@@ -194,8 +195,8 @@ TEST(Bounds, APythonTracebackOfAHundredThousandFramesIsDiagnosed) {
 TEST(Bounds, ARustBacktraceAndALibtorchFrameListOfAHundredThousandFramesAreDiagnosed) {
   std::string rust = std::string("Error: ") + kMimi + "\n\nStack backtrace:\n";
   for (int i = 0; i < 100000; ++i)
-    rust += "  " + std::to_string(i) + ": candle_core::tensor::Tensor::forward\n             at ./src/tensor.rs:" +
-            std::to_string(i) + ":5\n";
+    rust += "  " + std::to_string(i) +
+            ": candle_core::tensor::Tensor::forward\n             at ./src/tensor.rs:" + std::to_string(i) + ":5\n";
   EXPECT_EQ(bounded_match(rust).diagnosis.value_or(Diagnosis{}).id(), id_of(kMimi));
 
   std::string torch = std::string("c10::Error: ") + kMimi + "\nException raised from forward at model.cpp:1:\n";
@@ -257,7 +258,8 @@ const std::string kSlowEntry =
     "    examples: {match: ['slow: a b c']}\n";
 
 CatalogPtr with_slow_entry() {
-  static const CatalogPtr c = CatalogBuilder().add_embedded().add_yaml(testing::file_yaml(kSlowEntry), "user.yaml").build();
+  static const CatalogPtr c =
+      CatalogBuilder().add_embedded().add_yaml(testing::file_yaml(kSlowEntry), "user.yaml").build();
   return c;
 }
 
@@ -265,7 +267,8 @@ TEST(Bounds, LintFlagsAUserPatternThatBacktracksCatastrophically) {
   const CatalogPtr catalog = testing::catalog_from(testing::file_yaml(kSlowEntry));
   bool flagged = false;
   for (const Problem& p : lint(*catalog))
-    flagged = flagged || (p.entry_id == "user.slow" && p.message.rfind("pattern may backtrack catastrophically:", 0) == 0);
+    flagged =
+        flagged || (p.entry_id == "user.slow" && p.message.rfind("pattern may backtrack catastrophically:", 0) == 0);
   EXPECT_TRUE(flagged);
 }
 
@@ -313,7 +316,8 @@ TEST(BoundsYaml, ABillionLaughsCatalogIsRefusedAtItsFirstAlias) {
   yaml += "entries: [*a9]\n";
   const auto ps = problems_of(yaml);
   ASSERT_EQ(ps.size(), 1u) << ps.front().to_string();
-  EXPECT_EQ(ps[0].to_string(), "bomb.yaml:3:12: aliases are not allowed in catalog files (write the value out in full)");
+  EXPECT_EQ(ps[0].to_string(),
+            "bomb.yaml:3:12: aliases are not allowed in catalog files (write the value out in full)");
 }
 
 TEST(BoundsYaml, AMergeKeyIsAnAliasToo) {
@@ -324,8 +328,8 @@ TEST(BoundsYaml, AMergeKeyIsAnAliasToo) {
 }
 
 TEST(BoundsYaml, AnAnchorWithoutAliasesIsHarmlessAndLoads) {
-  const CatalogPtr c = testing::catalog_from(testing::file_yaml(
-      testing::entry_yaml("t.anchored", "anchored message", "    tags: &t [a, b]\n")));
+  const CatalogPtr c = testing::catalog_from(
+      testing::file_yaml(testing::entry_yaml("t.anchored", "anchored message", "    tags: &t [a, b]\n")));
   EXPECT_EQ(c->size(), 1u);
 }
 
@@ -335,7 +339,8 @@ TEST(BoundsYaml, NestingDeeperThanTheLimitIsRefusedWhereItStarts) {
   EXPECT_EQ(flow[0].to_string(), "bomb.yaml:2:73: nested more than 64 levels deep; catalog files are not");
 
   std::string block = "schema: 1\nentries:\n";
-  for (int i = 0; i < 70; ++i) block += std::string(static_cast<std::size_t>(2 * i + 2), ' ') + "k" + std::to_string(i) + ":\n";
+  for (int i = 0; i < 70; ++i)
+    block += std::string(static_cast<std::size_t>(2 * i + 2), ' ') + "k" + std::to_string(i) + ":\n";
   const auto ps = problems_of(block);
   ASSERT_EQ(ps.size(), 1u);
   EXPECT_NE(ps[0].message.find("nested more than 64 levels deep"), std::string::npos);

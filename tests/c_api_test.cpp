@@ -159,23 +159,23 @@ TEST(CApi, CatalogLayers) {
   ASSERT_EQ(errshim_catalog_new(0, &c.p, nullptr), ERRSHIM_OK);
   EXPECT_EQ(errshim_catalog_size(c.p), 0u);
 
-  const std::string mine = errshim::testing::file_yaml(
-      captured_entry_yaml("test.capi.custom", "the flux capacitor is at {level} percent",
-                     "the flux capacitor is at 88 percent", "{level: '88'}"));
+  const std::string mine =
+      errshim::testing::file_yaml(captured_entry_yaml("test.capi.custom", "the flux capacitor is at {level} percent",
+                                                      "the flux capacitor is at 88 percent", "{level: '88'}"));
   Str err;
   ASSERT_EQ(errshim_catalog_add_yaml(c.p, mine.data(), mine.size(), "mine.yaml", &err.p), ERRSHIM_OK) << err.str();
   EXPECT_EQ(errshim_catalog_size(c.p), 1u);
 
   Diag d;
-  ASSERT_EQ(errshim_diagnose(c.p, "the flux capacitor is at 88 percent", ERRSHIM_NUL_TERMINATED, nullptr, &d.p,
-                             nullptr),
-            ERRSHIM_OK);
+  ASSERT_EQ(
+      errshim_diagnose(c.p, "the flux capacitor is at 88 percent", ERRSHIM_NUL_TERMINATED, nullptr, &d.p, nullptr),
+      ERRSHIM_OK);
   EXPECT_STREQ(errshim_diagnosis_capture(d.p, "level"), "88");
 
   // A layer that does not load is refused whole, with every problem, and the
   // catalog keeps what it had.
-  const std::string broken = errshim::testing::file_yaml(
-      errshim::testing::entry_yaml("test.capi.broken", "x {y}", "    cuase: typo\n"));
+  const std::string broken =
+      errshim::testing::file_yaml(errshim::testing::entry_yaml("test.capi.broken", "x {y}", "    cuase: typo\n"));
   Str err2;
   EXPECT_EQ(errshim_catalog_add_yaml(c.p, broken.data(), ERRSHIM_NUL_TERMINATED, "broken.yaml", &err2.p),
             ERRSHIM_CATALOG_ERROR);
@@ -201,9 +201,9 @@ TEST(CApi, AddRefusesALayerThatBuildsButDoesNotLintCleanAndKeepsTheOldCatalog) {
   // backtrack catastrophically, so the catalog must stay as it was.
   Cat c;
   ASSERT_EQ(errshim_catalog_new(0, &c.p, nullptr), ERRSHIM_OK);
-  const std::string base = errshim::testing::file_yaml(
-      captured_entry_yaml("test.capi.kept", "the flux capacitor is at {level} percent",
-                     "the flux capacitor is at 88 percent", "{level: '88'}"));
+  const std::string base =
+      errshim::testing::file_yaml(captured_entry_yaml("test.capi.kept", "the flux capacitor is at {level} percent",
+                                                      "the flux capacitor is at 88 percent", "{level: '88'}"));
   ASSERT_EQ(errshim_catalog_add_yaml(c.p, base.data(), base.size(), "base.yaml", nullptr), ERRSHIM_OK);
   const std::string risky = errshim::testing::file_yaml(errshim::testing::risky_entry_yaml("test.capi.slow"));
   Str err;
@@ -213,14 +213,16 @@ TEST(CApi, AddRefusesALayerThatBuildsButDoesNotLintCleanAndKeepsTheOldCatalog) {
       << err.str();
   EXPECT_EQ(errshim_catalog_size(c.p), 1u);
   Diag d;
-  ASSERT_EQ(errshim_diagnose(c.p, "the flux capacitor is at 88 percent", ERRSHIM_NUL_TERMINATED, nullptr, &d.p, nullptr),
-            ERRSHIM_OK);
+  ASSERT_EQ(
+      errshim_diagnose(c.p, "the flux capacitor is at 88 percent", ERRSHIM_NUL_TERMINATED, nullptr, &d.p, nullptr),
+      ERRSHIM_OK);
   EXPECT_STREQ(errshim_diagnosis_id(d.p), "test.capi.kept");
   Diag slow;
   EXPECT_EQ(errshim_diagnose(c.p, "slow a b", ERRSHIM_NUL_TERMINATED, nullptr, &slow.p, nullptr), ERRSHIM_NO_MATCH);
 
   // A later good layer still adds to the kept catalog, not to the refused one.
-  const std::string more = errshim::testing::file_yaml(captured_entry_yaml("test.capi.more", "more {x} here", "more 1 here", "{x: '1'}"));
+  const std::string more =
+      errshim::testing::file_yaml(captured_entry_yaml("test.capi.more", "more {x} here", "more 1 here", "{x: '1'}"));
   ASSERT_EQ(errshim_catalog_add_yaml(c.p, more.data(), more.size(), "more.yaml", nullptr), ERRSHIM_OK);
   EXPECT_EQ(errshim_catalog_size(c.p), 2u);
 }
@@ -233,7 +235,9 @@ TEST(CApi, LoadsACatalogSnapshotByPath) {
   using errshim::testing::entry_yaml;
   using errshim::testing::file_yaml;
   const std::string bytes =
-      errshim::testing::catalog_from(file_yaml(captured_entry_yaml("test.capi.snap", "snapshot entry {n} here", "snapshot entry 1 here", "{n: '1'}")))->snapshot();
+      errshim::testing::catalog_from(file_yaml(captured_entry_yaml("test.capi.snap", "snapshot entry {n} here",
+                                                                   "snapshot entry 1 here", "{n: '1'}")))
+          ->snapshot();
   auto write = [](const std::string& path, const std::string& data) {
     std::FILE* f = std::fopen(path.c_str(), "wb");
     ASSERT_NE(f, nullptr) << path;
@@ -266,11 +270,14 @@ TEST(CApi, ContextPicksTheScopedEntry) {
   ASSERT_EQ(errshim_catalog_new(0, &c.p, nullptr), ERRSHIM_OK);
   // Each example names the context it is for: without one, lint finds one entry shadowing the other.
   std::string entries;
-  for (const auto& [id, range, version] : {std::tuple<const char*, const char*, const char*>{"old", "<4.54", "4.50"},
-                                           {"new", ">=4.54", "4.57"}})
-    entries += std::string("  - id: lib.cache.") + id + "\n"
+  for (const auto& [id, range, version] :
+       {std::tuple<const char*, const char*, const char*>{"old", "<4.54", "4.50"}, {"new", ">=4.54", "4.57"}})
+    entries += std::string("  - id: lib.cache.") + id +
+               "\n"
                "    template: 'quantized cache unsupported'\n"
-               "    applies_to: {transformers: '" + range + "'}\n"
+               "    applies_to: {transformers: '" +
+               range +
+               "'}\n"
                "    source: {path: lib/cache.py, line: 1}\n"
                "    error_class: ValueError\n"
                "    kind: unsupported-feature\n"
@@ -279,12 +286,15 @@ TEST(CApi, ContextPicksTheScopedEntry) {
                "    remediation:\n"
                "      - text: r\n"
                "    examples:\n"
-               "      match: [{text: 'quantized cache unsupported', context: {transformers: '" + version + "'}}]\n";
+               "      match: [{text: 'quantized cache unsupported', context: {transformers: '" +
+               version + "'}}]\n";
   const std::string scoped = errshim::testing::file_yaml(entries);
   Str err;
-  ASSERT_EQ(errshim_catalog_add_yaml(c.p, scoped.data(), scoped.size(), "scoped.yaml", &err.p), ERRSHIM_OK) << err.str();
-  for (const auto& [context, id] : {std::pair<const char*, const char*>{"transformers=4.57,device=metal", "lib.cache.new"},
-                                    {"transformers=4.50", "lib.cache.old"}}) {
+  ASSERT_EQ(errshim_catalog_add_yaml(c.p, scoped.data(), scoped.size(), "scoped.yaml", &err.p), ERRSHIM_OK)
+      << err.str();
+  for (const auto& [context, id] :
+       {std::pair<const char*, const char*>{"transformers=4.57,device=metal", "lib.cache.new"},
+        {"transformers=4.50", "lib.cache.old"}}) {
     Diag d;
     ASSERT_EQ(errshim_diagnose(c.p, "quantized cache unsupported", ERRSHIM_NUL_TERMINATED, context, &d.p, nullptr),
               ERRSHIM_OK);
@@ -305,9 +315,9 @@ TEST(CApi, DiagnoseWhileAnotherThreadAddsLayers) {
   // Small layers, so the adds are quick and many diagnoses overlap them.
   Cat c;
   ASSERT_EQ(errshim_catalog_new(0, &c.p, nullptr), ERRSHIM_OK);
-  const std::string base = errshim::testing::file_yaml(
-      captured_entry_yaml("test.capi.base", "the flux capacitor is at {level} percent",
-                     "the flux capacitor is at 88 percent", "{level: '88'}"));
+  const std::string base =
+      errshim::testing::file_yaml(captured_entry_yaml("test.capi.base", "the flux capacitor is at {level} percent",
+                                                      "the flux capacitor is at 88 percent", "{level: '88'}"));
   ASSERT_EQ(errshim_catalog_add_yaml(c.p, base.data(), base.size(), nullptr, nullptr), ERRSHIM_OK);
   std::atomic<bool> done{false};
   std::atomic<int> wrong{0};
@@ -327,7 +337,7 @@ TEST(CApi, DiagnoseWhileAnotherThreadAddsLayers) {
   for (int i = 0; i < 20; ++i) {
     const std::string layer = errshim::testing::file_yaml(
         captured_entry_yaml("test.capi.layer" + std::to_string(i), "layer " + std::to_string(i) + " {x}",
-                       "layer " + std::to_string(i) + " 1", "{x: '1'}"));
+                            "layer " + std::to_string(i) + " 1", "{x: '1'}"));
     EXPECT_EQ(errshim_catalog_add_yaml(c.p, layer.data(), layer.size(), nullptr, nullptr), ERRSHIM_OK);
   }
   done = true;
@@ -356,11 +366,12 @@ TEST(CApi, FixAJsonConfig) {
   EXPECT_STREQ(errshim_diagnosis_id(errshim_fix_diagnosis(f.p)), errshim_fix_entry_id(f.p));
 
   Str json{errshim_fix_json(f.p)};
-  EXPECT_EQ(json.str().rfind("{\"applied\": true, \"entry\": \"transformers.generation.quantized_cache_unsupported\", "
-                             "\"step\": 0, \"safety\": \"safe\", \"changes\": [{\"path\": \"cache_implementation\", "
-                             "\"before\": \"quantized\", \"after\": \"dynamic\", \"created\": false}], \"decisions\": [",
-                             0),
-            0u)
+  EXPECT_EQ(
+      json.str().rfind("{\"applied\": true, \"entry\": \"transformers.generation.quantized_cache_unsupported\", "
+                       "\"step\": 0, \"safety\": \"safe\", \"changes\": [{\"path\": \"cache_implementation\", "
+                       "\"before\": \"quantized\", \"after\": \"dynamic\", \"created\": false}], \"decisions\": [",
+                       0),
+      0u)
       << json.str();
 }
 
@@ -377,10 +388,10 @@ TEST(CApi, FixAYamlConfigUnderAPolicy) {
 
   // Pinned: the user chose it; no step may change it.
   Fix pinned;
-  EXPECT_EQ(errshim_fix_config(nullptr, kQuantized, ERRSHIM_NUL_TERMINATED, nullptr, config.c_str(),
-                               ERRSHIM_NUL_TERMINATED, "safe,slower", "dtype, cache_implementation", &pinned.p,
-                               nullptr),
-            ERRSHIM_NO_FIX);
+  EXPECT_EQ(
+      errshim_fix_config(nullptr, kQuantized, ERRSHIM_NUL_TERMINATED, nullptr, config.c_str(), ERRSHIM_NUL_TERMINATED,
+                         "safe,slower", "dtype, cache_implementation", &pinned.p, nullptr),
+      ERRSHIM_NO_FIX);
   EXPECT_EQ(errshim_fix_applied(pinned.p), 0);
   EXPECT_EQ(errshim_fix_step(pinned.p), -1);
   EXPECT_STREQ(errshim_fix_safety(pinned.p), "");
@@ -432,8 +443,8 @@ TEST(CApi, FixRefusals) {
   EXPECT_NE(err2.str().find("'fast'"), std::string::npos);
 
   Str err3;
-  EXPECT_EQ(errshim_fix_config(nullptr, kQuantized, ERRSHIM_NUL_TERMINATED, nullptr, "{\"a\": ",
-                               ERRSHIM_NUL_TERMINATED, nullptr, nullptr, &f.p, &err3.p),
+  EXPECT_EQ(errshim_fix_config(nullptr, kQuantized, ERRSHIM_NUL_TERMINATED, nullptr, "{\"a\": ", ERRSHIM_NUL_TERMINATED,
+                               nullptr, nullptr, &f.p, &err3.p),
             ERRSHIM_CONFIG_ERROR);
   EXPECT_EQ(f.p, nullptr);
   EXPECT_FALSE(err3.str().empty());
@@ -445,8 +456,9 @@ TEST(CApi, FixRefusals) {
   EXPECT_STREQ(errshim_fix_entry_id(unknown.p), "");
   EXPECT_EQ(errshim_fix_diagnosis(unknown.p), nullptr);
   Str json{errshim_fix_json(unknown.p)};
-  EXPECT_EQ(json.str(),
-            "{\"applied\": false, \"entry\": null, \"step\": null, \"safety\": null, \"changes\": [], \"decisions\": []}");
+  EXPECT_EQ(
+      json.str(),
+      "{\"applied\": false, \"entry\": null, \"step\": null, \"safety\": null, \"changes\": [], \"decisions\": []}");
 }
 
 }  // namespace

@@ -51,7 +51,9 @@ class CatalogCache : public ::testing::Test {
     return out;
   }
   CatalogPtr build() const { return build_in(cache_dir()); }
-  CatalogPtr build_in(const fs::path& cache) const { return CatalogBuilder().add_path(yaml_dir()).cache_in(cache).build(); }
+  CatalogPtr build_in(const fs::path& cache) const {
+    return CatalogBuilder().add_path(yaml_dir()).cache_in(cache).build();
+  }
 
   // Builds t.one from its YAML once: its cache entry, read back.
   fs::path cache_t_one() const {
@@ -87,10 +89,12 @@ class CatalogCache : public ::testing::Test {
   static ::testing::AssertionResult warned(const CatalogPtr& c, const fs::path& file, const std::string& fragment) {
     std::string all;
     for (const Problem& w : c->warnings()) {
-      if (w.where.file == file.string() && w.message.find(fragment) != std::string::npos) return ::testing::AssertionSuccess();
+      if (w.where.file == file.string() && w.message.find(fragment) != std::string::npos)
+        return ::testing::AssertionSuccess();
       all += "\n  " + w.to_string();
     }
-    return ::testing::AssertionFailure() << "no warning on " << file << " saying '" << fragment << "'; warnings:" << all;
+    return ::testing::AssertionFailure() << "no warning on " << file << " saying '" << fragment
+                                         << "'; warnings:" << all;
   }
   // The entry holds t.one as the YAML gives it.
   static bool rewritten(const fs::path& entry) {
@@ -98,7 +102,8 @@ class CatalogCache : public ::testing::Test {
     if (!fs::is_regular_file(fs::symlink_status(entry, ec))) return false;
     std::vector<Problem> problems;
     const detail::Snapshot snap = detail::read_snapshot(read(entry), entry.string(), problems);
-    return problems.empty() && snap.entries.size() == 1 && snap.entries[0]->id == "t.one" && snap.entries[0]->cause == "c";
+    return problems.empty() && snap.entries.size() == 1 && snap.entries[0]->id == "t.one" &&
+           snap.entries[0]->cause == "c";
   }
 
   fs::path root_;
@@ -124,8 +129,7 @@ TEST_F(CatalogCache, ASnapshotOfOtherBytesAtTheEntrysNameIsNotUsed) {
   // it, and as the cache writes it for other YAML.
   const std::string yaml = file_yaml(entry_yaml("t.one", "first message {x}", "    tags: [planted]\n"));
   for (const std::string& planted :
-       {CatalogBuilder().add_yaml(yaml, (yaml_dir() / "a.yaml").string()).build()->snapshot(),
-        [&] {
+       {CatalogBuilder().add_yaml(yaml, (yaml_dir() / "a.yaml").string()).build()->snapshot(), [&] {
           const fs::path other = root_ / "other";
           fs::create_directories(other);
           write(other / "a.yaml", yaml);
@@ -142,11 +146,12 @@ TEST_F(CatalogCache, ASnapshotOfOtherBytesAtTheEntrysNameIsNotUsed) {
 }
 
 TEST_F(CatalogCache, TheCachedCatalogAnswersAsTheYamlDoes) {
-  write(yaml_dir() / "a.yaml", file_yaml(entry_yaml("t.one", "first message {x}") + entry_yaml("t.two", "second {y} here")));
+  write(yaml_dir() / "a.yaml",
+        file_yaml(entry_yaml("t.one", "first message {x}") + entry_yaml("t.two", "second {y} here")));
   write(yaml_dir() / "b.yaml", file_yaml(entry_yaml("t.three", "third {z} there")));
   const CatalogPtr parsed = build();
   const CatalogPtr cached_build = build();  // from the cache
-  ASSERT_EQ(cached().size(), 1u);           // one entry for the folder's layer
+  ASSERT_EQ(cached().size(), 1u);  // one entry for the folder's layer
   ASSERT_EQ(cached_build->size(), parsed->size());
   for (std::size_t i = 0; i < parsed->size(); ++i) {
     EXPECT_EQ(cached_build->entries()[i]->id, parsed->entries()[i]->id);

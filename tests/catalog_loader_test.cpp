@@ -37,7 +37,8 @@ std::vector<Problem> problems_of(const std::string& yaml) {
     return ::testing::AssertionSuccess();
   }
   return ::testing::AssertionFailure() << "no problem containing '" << fragment << "' (line " << line << ", entry '"
-                                       << entry << "') in:\n" << all;
+                                       << entry << "') in:\n"
+                                       << all;
 }
 
 TEST(CatalogLoader, LoadsAValidEntryWithAllFields) {
@@ -175,8 +176,9 @@ TEST(CatalogLoader, RejectsBadValuesOfKnownKeys) {
 
 TEST(CatalogLoader, RejectsFixWithoutSafetyOrWithUnknownSafety) {
   std::string y = entry_yaml("lib.a", "boom");
-  y.replace(y.find("      - text: r\n"), 16,
-            "      - text: r\n        fix: {set: {k: 1}}\n      - text: s\n        fix: {set: {k: 2}, safety: risky}\n");
+  y.replace(
+      y.find("      - text: r\n"), 16,
+      "      - text: r\n        fix: {set: {k: 1}}\n      - text: s\n        fix: {set: {k: 2}, safety: risky}\n");
   const auto ps = problems_of(file_yaml(y));
   EXPECT_TRUE(has_problem(ps, "fix has no 'safety'", 14, "lib.a"));
   EXPECT_TRUE(has_problem(ps, "unknown safety 'risky'", 16, "lib.a"));
@@ -203,8 +205,8 @@ TEST(CatalogLoader, RejectsFixKeyPathsThatNameNothing) {
     const auto ps = problems_of(entry_with_fix("boom", std::string("{set: {'") + key + "': 1}, safety: safe}"));
     EXPECT_TRUE(has_problem(ps, std::string("key '") + key + "'", 14, "lib.fix"));
   }
-  EXPECT_TRUE(has_problem(problems_of(entry_with_fix("boom", "{remove: ['a..b'], safety: safe}")), "fix.remove: key 'a..b'",
-                          14, "lib.fix"));
+  EXPECT_TRUE(has_problem(problems_of(entry_with_fix("boom", "{remove: ['a..b'], safety: safe}")),
+                          "fix.remove: key 'a..b'", 14, "lib.fix"));
   EXPECT_TRUE(has_problem(problems_of(entry_with_fix("boom", "{set: {a: 1}, conflicts: {'': 1}, safety: safe}")),
                           "fix.conflicts: the key is empty", 14, "lib.fix"));
   EXPECT_TRUE(problems_of(entry_with_fix("boom", "{set: {generation_config.num_beams: 1}, safety: safe}")).empty());
@@ -227,7 +229,8 @@ TEST(CatalogLoader, ReportsEveryProblemInOneRunNotJustTheFirst) {
 
 TEST(CatalogLoader, NothingHalfLoadedIsReturned) {
   // One good entry and one bad: build() must throw rather than return the good one.
-  EXPECT_THROW(catalog_from(file_yaml(entry_yaml("lib.good", "fine") + entry_yaml("lib.bad", "broken {"))), catalog_error);
+  EXPECT_THROW(catalog_from(file_yaml(entry_yaml("lib.good", "fine") + entry_yaml("lib.bad", "broken {"))),
+               catalog_error);
 }
 
 TEST(CatalogLoader, MissingPathIsAProblem) {
@@ -240,10 +243,11 @@ TEST(CatalogLoader, MissingPathIsAProblem) {
 }
 
 TEST(CatalogLoader, LaterLayerOverridesEntryById) {
-  const auto cat = CatalogBuilder()
-                       .add_yaml(file_yaml(entry_yaml("lib.a", "first text") + entry_yaml("lib.b", "other")), "base.yaml")
-                       .add_yaml(file_yaml(entry_yaml("lib.a", "second text")), "user.yaml")
-                       .build();
+  const auto cat =
+      CatalogBuilder()
+          .add_yaml(file_yaml(entry_yaml("lib.a", "first text") + entry_yaml("lib.b", "other")), "base.yaml")
+          .add_yaml(file_yaml(entry_yaml("lib.a", "second text")), "user.yaml")
+          .build();
   ASSERT_EQ(cat->size(), 2u);
   EXPECT_EQ(cat->entries()[0]->id, "lib.a");  // keeps its place
   EXPECT_EQ(cat->entries()[0]->template_text, "second text");

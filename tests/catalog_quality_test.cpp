@@ -49,7 +49,8 @@ TEST(ShippedCatalog, EveryEntryMeetsTheCatalogStandard) {
     EXPECT_TRUE(wrapped) << "no match example is wrapped (traceback, Error: chain, backtrace, log prefix)";
     for (const Remediation& r : e->remediation) {
       if (r.fix) {
-        EXPECT_FALSE(r.fix->reason.empty()) << "fix of step '" << r.text.substr(0, 40) << "' gives no reason for its safety class";
+        EXPECT_FALSE(r.fix->reason.empty())
+            << "fix of step '" << r.text.substr(0, 40) << "' gives no reason for its safety class";
       }
     }
   }
@@ -238,8 +239,7 @@ TEST_F(GeneratedCandleNeighbours, PlaceholderHoldingAnotherErrorIsClaimedAtThatE
       ++other_reading;
       continue;
     }
-    ADD_FAILURE() << "'" << text << "' (" << e.id << " holding " << donor.id << ") is claimed by "
-                  << r.diagnosis->id();
+    ADD_FAILURE() << "'" << text << "' (" << e.id << " holding " << donor.id << ") is claimed by " << r.diagnosis->id();
   }
   EXPECT_GT(built, 100u);
   EXPECT_LT((ambiguous + other_reading) * 10, built) << "most neighbours have one reading";

@@ -34,8 +34,9 @@ std::string entry(const std::string& id, const std::string& tmpl, const std::str
          (captures.empty() ? "" : ", captures: {" + captures + "}") + "}]\n";
 }
 
-const std::string kAlpha = file_yaml(entry("t.alpha", "alpha failed at step {step}", "alpha failed at step 3", "step: 3") +
-                                     entry("t.beta", "beta is not supported", "beta is not supported"));
+const std::string kAlpha =
+    file_yaml(entry("t.alpha", "alpha failed at step {step}", "alpha failed at step 3", "step: 3") +
+              entry("t.beta", "beta is not supported", "beta is not supported"));
 // The same two answers, worded differently and in another order.
 const std::string kAlphaAgain =
     file_yaml(entry("t.beta", "beta is not supported", "beta is not supported", "", "another cause") +
@@ -165,7 +166,7 @@ TEST(CatalogStore, ADiagnosisAndACatalogHeldByAReaderOutliveTheSwap) {
 TEST(CatalogStore, ReloadPathsLayersUserFilesOverTheEmbeddedCatalog) {
   TempDir dir;
   dir.write("mine.yaml", file_yaml(entry("t.custom", "errshim store test failure number {n}",
-                                          "errshim store test failure number 3", "n: 3")));
+                                         "errshim store test failure number 3", "n: 3")));
   CatalogStore store;
   const ReloadReport r = store.reload_paths({dir.path()});
   ASSERT_EQ(r.outcome, Outcome::swapped) << r.to_string();

@@ -27,7 +27,7 @@ const std::string kMessage = "'Error: golden cache: sequence length 9000 exceeds
 
 struct GoldenCase {
   const char* name;  // the golden file
-  std::string env;   // variables set for the run
+  std::string env;  // variables set for the run
   std::string args;  // after 'errshim'; the golden catalog is added
 };
 
@@ -35,8 +35,8 @@ void PrintTo(const GoldenCase& c, std::ostream* os) { *os << c.name; }
 
 std::string run(const GoldenCase& c) {
   // Colour settings of the environment running the tests must not leak in.
-  const std::string cmd = std::string("env -u NO_COLOR -u CLICOLOR_FORCE ") + c.env + " " + ERRSHIM_CLI + " " +
-                          c.args + " --catalog " + kDir + "catalog.yaml 2>/dev/null";
+  const std::string cmd = std::string("env -u NO_COLOR -u CLICOLOR_FORCE ") + c.env + " " + ERRSHIM_CLI + " " + c.args +
+                          " --catalog " + kDir + "catalog.yaml 2>/dev/null";
   std::string out;
   FILE* p = popen(cmd.c_str(), "r");
   if (!p) return out;

@@ -71,8 +71,9 @@ TEST(Cli, ExplainMatchedExitsZeroWithTextForm) {
 }
 
 TEST(Cli, ExplainJsonHasTheDocumentedFields) {
-  const CliRun r = cli("explain --json " + quote("Error: Meta SDPA does not support q head dim 48: q dims [1, 32, 7, 48], "
-                                              "k dims [1, 8, 7, 48], v dims [1, 8, 7, 48]."));
+  const CliRun r =
+      cli("explain --json " + quote("Error: Meta SDPA does not support q head dim 48: q dims [1, 32, 7, 48], "
+                                    "k dims [1, 8, 7, 48], v dims [1, 8, 7, 48]."));
   EXPECT_EQ(r.code, 0);
   for (const char* field : {"\"matched\": true", "\"id\": \"candle.sdpa.unsupported_head_dim\"", "\"source\": {",
                             "\"repo\": \"huggingface/candle\"", "\"path\": \"candle-nn/src/ops.rs\"", "\"line\": 1098",
@@ -83,11 +84,11 @@ TEST(Cli, ExplainJsonHasTheDocumentedFields) {
 
 TEST(Cli, ExplainReadsAWholeTracebackFromStdin) {
   const CliRun r = cli("explain --json -",
-                    "Traceback (most recent call last):\n"
-                    "  File \"gen.py\", line 3, in <module>\n"
-                    "    model.generate(cache_implementation=\"quantized\")\n"
-                    "ValueError: This model does not support the quantized cache. If you want your model to support "
-                    "quantized cache, please open an issue and tag @zucchini-nlp.\n");
+                       "Traceback (most recent call last):\n"
+                       "  File \"gen.py\", line 3, in <module>\n"
+                       "    model.generate(cache_implementation=\"quantized\")\n"
+                       "ValueError: This model does not support the quantized cache. If you want your model to support "
+                       "quantized cache, please open an issue and tag @zucchini-nlp.\n");
   EXPECT_EQ(r.code, 0);
   EXPECT_NE(r.out.find("\"id\": \"transformers.generation.quantized_cache_unsupported\""), std::string::npos) << r.out;
 }
@@ -177,18 +178,22 @@ TEST(Cli, FixKeepsYamlAndRefusesChangesOutputUnlessAllowed) {
   const CliRun refused = cli("fix --config " + f + " " + quote("only kv-repeat = 1 is supported"), "", Stderr::merge);
   EXPECT_EQ(refused.code, 1);
   EXPECT_NE(refused.out.find("safety class 'changes-output' is not allowed"), std::string::npos) << refused.out;
-  const CliRun applied = cli("fix --config " + f + " --allow safe,slower,changes-output " + quote("only kv-repeat = 1 is supported"));
+  const CliRun applied =
+      cli("fix --config " + f + " --allow safe,slower,changes-output " + quote("only kv-repeat = 1 is supported"));
   EXPECT_EQ(applied.code, 0);
   EXPECT_EQ(applied.out, "transformer:\n  num_heads: 8\n  kv_repeat: 1\n  context: 250\n");
-  const CliRun dry = cli("fix --config " + f + " --dry-run --allow changes-output " + quote("only kv-repeat = 1 is supported"));
+  const CliRun dry =
+      cli("fix --config " + f + " --dry-run --allow changes-output " + quote("only kv-repeat = 1 is supported"));
   EXPECT_EQ(dry.code, 0);
   EXPECT_EQ(dry.out, "transformer.kv_repeat: 2 -> 1\n");
 }
 
 TEST(Cli, FixPinnedKeyIsRefused) {
   const std::string f = write_temp("errshim_fix_pin.yaml", "kv_cache_enabled: true\n");
-  EXPECT_EQ(cli("fix --config " + f + " --pin kv_cache_enabled " + quote("kv_cache_enabled=true is not supported")).code, 1);
-  EXPECT_EQ(cli("fix --config " + f + " " + quote("kv_cache_enabled=true is not supported")).out, "kv_cache_enabled: false\n");
+  EXPECT_EQ(
+      cli("fix --config " + f + " --pin kv_cache_enabled " + quote("kv_cache_enabled=true is not supported")).code, 1);
+  EXPECT_EQ(cli("fix --config " + f + " " + quote("kv_cache_enabled=true is not supported")).out,
+            "kv_cache_enabled: false\n");
 }
 
 TEST(Cli, FixAppliesTheRootCauseWhenAFakeErrorInALaterExceptionWinsTheMatch) {
@@ -223,7 +228,8 @@ TEST(Cli, CheckReportsKnownErrorsAhead) {
 TEST(Cli, SnapshotLoadsAsACatalogAndAnswersAlike) {
   const auto dir = std::filesystem::temp_directory_path();
   const auto user = dir / "errshim_cli_snap_user.yaml";
-  std::ofstream(user) << errshim::testing::file_yaml(errshim::testing::entry_yaml("user.snap", "my snapshotted failure"));
+  std::ofstream(user) << errshim::testing::file_yaml(
+      errshim::testing::entry_yaml("user.snap", "my snapshotted failure"));
   const auto snap = dir / "errshim_cli_user.snapshot";
   std::filesystem::remove(snap);
   EXPECT_EQ(cli("snapshot --catalog " + user.string() + " " + snap.string()).code, 0);
@@ -255,7 +261,8 @@ TEST(Cli, CacheKeepsASnapshotOfEachYamlLayer) {
   const CliRun first = cli(args + quote("my cached failure"));
   EXPECT_EQ(first.code, 0);
   std::size_t entries = 0;
-  for (const auto& e : std::filesystem::directory_iterator(dir / "cache")) entries += e.path().extension() == ".snapshot";
+  for (const auto& e : std::filesystem::directory_iterator(dir / "cache"))
+    entries += e.path().extension() == ".snapshot";
   EXPECT_EQ(entries, 1u);
   const CliRun second = cli(args + quote("my cached failure"));  // from the cache
   EXPECT_EQ(second.code, 0);
@@ -288,13 +295,13 @@ TEST_P(CliStdinBound, RefusesInputPastTheBoundWithAdvice) {
   EXPECT_NE(r.out.find(c.advice), std::string::npos) << r.out;
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Cli, CliStdinBound,
-    ::testing::Values(BoundCase{"Explain", "explain -", "'tail -c 1M LOG | errshim explain -'"},
-                      BoundCase{"ExplainJson", "explain --json -", "'errshim scan LOG'"},
-                      BoundCase{"Fix", "fix --config /nonexistent.json -", "'tail -c 1M LOG | errshim fix --config FILE -'"},
-                      BoundCase{"Import", "import -", "split the records into several files"}),
-    [](const ::testing::TestParamInfo<BoundCase>& info) { return std::string(info.param.name); });
+INSTANTIATE_TEST_SUITE_P(Cli, CliStdinBound,
+                         ::testing::Values(BoundCase{"Explain", "explain -", "'tail -c 1M LOG | errshim explain -'"},
+                                           BoundCase{"ExplainJson", "explain --json -", "'errshim scan LOG'"},
+                                           BoundCase{"Fix", "fix --config /nonexistent.json -",
+                                                     "'tail -c 1M LOG | errshim fix --config FILE -'"},
+                                           BoundCase{"Import", "import -", "split the records into several files"}),
+                         [](const ::testing::TestParamInfo<BoundCase>& info) { return std::string(info.param.name); });
 
 TEST(Cli, ExplainReadsStandardInputUpToTheBound) {
   const CliRun r = piped("head -c " + std::to_string(kReadBound) + " /dev/zero", "explain -");
@@ -379,8 +386,7 @@ TEST(Cli, ScanJsonRepeatedBlocksCarryTheirOwnLineNumbers) {
   std::string log;
   std::vector<std::size_t> starts;
   for (const std::size_t at : {1u, 9u, 95u, 998u, 1003u}) {
-    while (std::count(log.begin(), log.end(), '\n') + 1 < static_cast<std::ptrdiff_t>(at))
-      log += "INFO server - ok\n";
+    while (std::count(log.begin(), log.end(), '\n') + 1 < static_cast<std::ptrdiff_t>(at)) log += "INFO server - ok\n";
     starts.push_back(at);
     log += block;
   }
@@ -451,8 +457,8 @@ TEST(Cli, OptionsOfAnotherCommandAreRefused) {
 
 TEST(Cli, OptionEqualsValueWorksForEveryOption) {
   const std::string f = write_temp("errshim_fix_eq.yaml", "transformer:\n  kv_repeat: 2\n");
-  const CliRun r = cli("fix --config=" + f + " --allow=safe,changes-output --pin=other " +
-                       quote("only kv-repeat = 1 is supported"));
+  const CliRun r =
+      cli("fix --config=" + f + " --allow=safe,changes-output --pin=other " + quote("only kv-repeat = 1 is supported"));
   EXPECT_EQ(r.code, 0);
   EXPECT_EQ(r.out, "transformer:\n  kv_repeat: 1\n");
   const std::string bad = write_temp("errshim_check_eq.yaml", "n_head: 16\nkv_cache_enabled: true\n");
@@ -489,9 +495,10 @@ TEST(Cli, ListFiltersByLibraryTagAndText) {
 
 TEST(Cli, ListPrintsWholeFirstSentences) {
   const CliRun r = cli_env("COLUMNS=1000", "list metavoice");
-  EXPECT_NE(r.out.find("candle.metavoice.kv_cache_enabled\n    The MetaVoice GPT stage in candle has no key/value cache, "
-                       "so it refuses a config that asks for one.\n"),
-            std::string::npos)
+  EXPECT_NE(
+      r.out.find("candle.metavoice.kv_cache_enabled\n    The MetaVoice GPT stage in candle has no key/value cache, "
+                 "so it refuses a config that asks for one.\n"),
+      std::string::npos)
       << r.out;
 }
 
@@ -526,7 +533,8 @@ TEST(Cli, VersionAndEveryJsonDocumentNameTheCatalogVersion) {
   const std::string version = v.out.substr(at + 8, v.out.find(',', at) - at - 8);
   EXPECT_NE(version.find("+catalog."), std::string::npos) << version;
   const std::string field = "\"catalog\": {\"version\": \"" + version + "\"";
-  EXPECT_NE(cli("explain --json " + quote("kv_cache_enabled=true is not supported")).out.find(field), std::string::npos);
+  EXPECT_NE(cli("explain --json " + quote("kv_cache_enabled=true is not supported")).out.find(field),
+            std::string::npos);
   EXPECT_NE(cli("list --json --tag metavoice").out.find(field), std::string::npos);
   const std::string good = write_temp("errshim_check_version.yaml", "kv_cache_enabled: false\n");
   EXPECT_NE(cli("check --json --config " + good).out.find(field), std::string::npos);
@@ -542,12 +550,14 @@ TEST(Cli, GeneratedLayersLoadByLibraryName) {
   for (const std::string layer : {"candle", "all"}) {
     const CliRun r = cli_env(env, "explain --json --generated " + layer + " " + message);
     EXPECT_EQ(r.code, 0) << layer;
-    EXPECT_NE(r.out.find("\"id\": \"candle.gen.core.metal-contiguous-elu-not-implemented\""), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("\"id\": \"candle.gen.core.metal-contiguous-elu-not-implemented\""), std::string::npos)
+        << r.out;
   }
   const CliRun missing = cli_env(env, "explain --generated nosuchlib " + message, Stderr::merge);
   EXPECT_EQ(missing.code, 2) << missing.out;
   EXPECT_NE(missing.out.find("no generated layer 'nosuchlib'"), std::string::npos) << missing.out;
-  const CliRun none = cli_env("ERRSHIM_GENERATED_DIR=/nonexistent", "explain --generated all " + message, Stderr::merge);
+  const CliRun none =
+      cli_env("ERRSHIM_GENERATED_DIR=/nonexistent", "explain --generated all " + message, Stderr::merge);
   EXPECT_EQ(none.code, 2) << none.out;
   EXPECT_NE(none.out.find("--generated all: no generated layer found"), std::string::npos) << none.out;
 }
@@ -614,14 +624,15 @@ TEST(Cli, FixDiffPrintsAUnifiedDiffOfTheChange) {
   const std::string f = write_temp("errshim_fix_diff.yaml", "max_seq_len: 4096\nmax_new_tokens: 1024\n");
   const CliRun r = cli("fix --diff --config " + f + " --catalog " + kGolden + " " + kGoldenMessage);
   EXPECT_EQ(r.code, 0);
-  EXPECT_EQ(r.out, "--- " + f + "\n+++ " + f + "\n@@ -1,2 +1,2 @@\n-max_seq_len: 4096\n+max_seq_len: 8192\n max_new_tokens: 1024\n");
+  EXPECT_EQ(r.out, "--- " + f + "\n+++ " + f +
+                       "\n@@ -1,2 +1,2 @@\n-max_seq_len: 4096\n+max_seq_len: 8192\n max_new_tokens: 1024\n");
   EXPECT_EQ(read_file(f), "max_seq_len: 4096\nmax_new_tokens: 1024\n");
 }
 
 TEST(Cli, FixInteractiveRefusesWithoutATerminal) {
   const std::string f = write_temp("errshim_fix_tty.yaml", "max_seq_len: 4096\n");
-  const CliRun r = cli("fix --interactive --config " + f + " --catalog " + kGolden + " " + kGoldenMessage, "1\n",
-                       Stderr::merge);
+  const CliRun r =
+      cli("fix --interactive --config " + f + " --catalog " + kGolden + " " + kGoldenMessage, "1\n", Stderr::merge);
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.out.find("--interactive needs a terminal on standard input"), std::string::npos) << r.out;
   EXPECT_EQ(read_file(f), "max_seq_len: 4096\n");
@@ -631,8 +642,8 @@ TEST(Cli, FixInteractiveAppliesTheConfirmedStepOnATerminal) {
   if (run_shell("command -v script >/dev/null").code != 0) GTEST_SKIP() << "script(1) is not installed";
   const std::string f = write_temp("errshim_fix_pty.yaml", "max_seq_len: 4096\nmax_new_tokens: 1024\n");
   // script(1) gives the CLI a terminal; the answer '1' is typed into it.
-  const std::string cmd = std::string(ERRSHIM_CLI) + " fix --interactive --allow safe,slower,changes-output --config " + f +
-                          " --catalog " + kGolden + " " + kGoldenMessage;
+  const std::string cmd = std::string(ERRSHIM_CLI) + " fix --interactive --allow safe,slower,changes-output --config " +
+                          f + " --catalog " + kGolden + " " + kGoldenMessage;
   const CliRun r = run_shell("printf '1\\n' | script -qec " + quote(cmd) + " /dev/null");
   EXPECT_EQ(r.code, 0) << r.out;
   EXPECT_NE(r.out.find("[0] Build the model with a larger"), std::string::npos) << r.out;
@@ -666,7 +677,8 @@ TEST(Cli, DraftFromScanGivesOneEntryPerFingerprintWithItsCount) {
   EXPECT_NE(r.out.find("# seen 4 times"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("# seen 3 times"), std::string::npos) << r.out;
   std::size_t ids = 0;
-  for (std::size_t at = r.out.find("- id: draft."); at != std::string::npos; at = r.out.find("- id: draft.", at + 1)) ++ids;
+  for (std::size_t at = r.out.find("- id: draft."); at != std::string::npos; at = r.out.find("- id: draft.", at + 1))
+    ++ids;
   EXPECT_EQ(ids, 2u) << r.out;
   EXPECT_EQ(cli("draft --from-scan " + log + " some message").code, 2);
   const CliRun from_stdin = cli("draft -", "ValueError: unsupported sampler 'beam' for 4 beams\n");

@@ -47,13 +47,17 @@ const std::vector<Golden>& goldens() {
   static const std::vector<Golden> all = {
       // The anchored mapping changes: the aliases that must keep the old
       // value are written out where they stand, and every comment stays.
-      {"AnchorChangedAliasesKeepTheirValue", "comments_anchors", "yaml",
+      {"AnchorChangedAliasesKeepTheirValue",
+       "comments_anchors",
+       "yaml",
        {{Op::set, "defaults.n_head", i("32")}, {Op::set, "second_stage.dtype", s("float16")}}},
       // One alias changes: only that alias is written out.
       {"OneAliasChanged", "comments_anchors", "yaml", {{Op::set, "first_stage.model.kv_cache_enabled", b(false)}}},
       // Flow sequences and mappings keep their style; a created key follows
       // its siblings' indentation; a removed one takes its line with it.
-      {"FlowAndBlockStyles", "flow_block", "yaml",
+      {"FlowAndBlockStyles",
+       "flow_block",
+       "yaml",
        {{Op::set, "generation.eos_token_id.1", i("128008")},
         {Op::set, "generation.sampling.temperature", {Value::Type::number, "0.7"}},
         {Op::set, "generation.sampling.min_p", {Value::Type::number, "0.05"}},
@@ -61,23 +65,35 @@ const std::vector<Golden>& goldens() {
         {Op::set, "generation.max_new_tokens", i("256")},
         {Op::remove, "generation.bos_token_id", {}},
         {Op::set, "cache_implementation", s("dynamic")}}},
-      {"CrlfLineEnds", "crlf", "yaml",
+      {"CrlfLineEnds",
+       "crlf",
+       "yaml",
        {{Op::set, "model.cache_dtype", s("float16")},
         {Op::set, "model.attn_implementation", s("sdpa")},
         {Op::set, "model.max_position_embeddings", i("8192")}}},
-      {"UnusualSpacingAndNoTrailingNewline", "spacing", "yaml",
-       {{Op::set, "model.n_head", i("32")}, {Op::set, "name", s("mistral")}, {Op::set, "model.new_key", i("1")},
+      {"UnusualSpacingAndNoTrailingNewline",
+       "spacing",
+       "yaml",
+       {{Op::set, "model.n_head", i("32")},
+        {Op::set, "name", s("mistral")},
+        {Op::set, "model.new_key", i("1")},
         {Op::set, "added_last", s("x")}}},
-      {"PythonJsonDumpLayout", "generation_config", "json",
+      {"PythonJsonDumpLayout",
+       "generation_config",
+       "json",
        {{Op::set, "temperature", {Value::Type::number, "0.7"}},
         {Op::set, "cache_implementation", s("dynamic")},
         {Op::remove, "top_p", {}}}},
-      {"OneLineJson", "compact", "json",
+      {"OneLineJson",
+       "compact",
+       "json",
        {{Op::set, "torch_dtype", s("float16")},
         {Op::set, "rope_scaling.rope_type", s("llama3")},
         {Op::set, "attn_implementation", s("sdpa")},
         {Op::remove, "architectures", {}}}},
-      {"QuotingStylesKept", "quotes", "yaml",
+      {"QuotingStylesKept",
+       "quotes",
+       "yaml",
        {{Op::set, "plain", s("Manual")},
         {Op::set, "single", s("it's")},
         {Op::set, "double", s("eager")},
@@ -226,7 +242,8 @@ TEST(ConfigRoundTrip, DumpWritesWhatReadsBackAsTheTreeOrRefuses) {
         }
         try {
           EXPECT_TRUE(ConfigTree::parse(out, "again").same_values(t))
-              << de.path() << " at " << to_string(leaf) << " wrote:\n" << out;
+              << de.path() << " at " << to_string(leaf) << " wrote:\n"
+              << out;
         } catch (const config_error& e) {
           ADD_FAILURE() << de.path() << " at " << to_string(leaf) << ": " << e.what() << "\nwrote:\n" << out;
         }

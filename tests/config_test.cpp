@@ -146,9 +146,7 @@ TEST(ConfigTree, QuotedScalarsAreStrings) {
 
 // ---- round trips ------------------------------------------------------------------
 
-TEST(ConfigTree, YamlRoundTripIsExactInItsOwnLayout) {
-  EXPECT_EQ(metavoice().dump(), kMetaVoice);
-}
+TEST(ConfigTree, YamlRoundTripIsExactInItsOwnLayout) { EXPECT_EQ(metavoice().dump(), kMetaVoice); }
 
 TEST(ConfigTree, YamlRoundTripKeepsCommentsQuotingAndFlowStyle) {
   const std::string in =
@@ -178,14 +176,11 @@ TEST(ConfigTree, YamlRoundTripKeepsCommentsQuotingAndFlowStyle) {
   EXPECT_EQ(t.dump(), expected);
 }
 
-TEST(ConfigTree, JsonRoundTripIsByteIdentical) {
-  EXPECT_EQ(generation_config().dump(), kGenerationConfig);
-}
+TEST(ConfigTree, JsonRoundTripIsByteIdentical) { EXPECT_EQ(generation_config().dump(), kGenerationConfig); }
 
 TEST(ConfigTree, JsonRoundTripKeepsLayoutTypesOrderAndNumberSpelling) {
-  const std::string in =
-      R"({"z":1.0,"a":"1","n":null,"t":true,"s":"true","e":1e-5,"big":12345678901234567890,)"
-      R"("list":[{"k":[]},-0.5],"o":{}})";
+  const std::string in = R"({"z":1.0,"a":"1","n":null,"t":true,"s":"true","e":1e-5,"big":12345678901234567890,)"
+                         R"("list":[{"k":[]},-0.5],"o":{}})";
   EXPECT_EQ(ConfigTree::parse(in).dump(), in);  // one line, no line end: as given
   ConfigTree t = ConfigTree::parse(in);
   t.set({"e"}, number("2e-5"));
@@ -307,9 +302,14 @@ TEST(ConfigTree, SetKeepsAQuotedStringQuoted) {
 
 TEST(ConfigTree, SetRefusesValuesTheFormatCannotHold) {
   ConfigTree y = metavoice();
-  EXPECT_EQ(error_of([&] { y.set({"model", "n_head"}, integer("abc")); }),
+  EXPECT_EQ(error_of([&] {
+              y.set({"model", "n_head"}, integer("abc"));
+            }),
             "metavoice.yaml: cannot set model.n_head to 'abc': not an integer");
-  EXPECT_NE(error_of([&] { y.set({"model", "bias"}, {T::boolean, "maybe"}); }).find("not a boolean"), std::string::npos);
+  EXPECT_NE(error_of([&] {
+              y.set({"model", "bias"}, {T::boolean, "maybe"});
+            }).find("not a boolean"),
+            std::string::npos);
   ConfigTree j = generation_config();
   EXPECT_NE(error_of([&] { j.set({"temperature"}, number(".5")); }).find("not a JSON number"), std::string::npos);
   EXPECT_NE(error_of([&] { j.set({"max_new_tokens"}, integer("+5")); }).find("not a JSON integer"), std::string::npos);
@@ -321,9 +321,13 @@ TEST(ConfigTree, SetReplacesListElementButDoesNotExtendList) {
   ConfigTree t = generation_config();
   t.set({"eos_token_id", "2"}, integer("2"));
   EXPECT_EQ(t.get({"eos_token_id", "2"}), integer("2"));
-  EXPECT_NE(error_of([&] { t.set({"eos_token_id", "3"}, integer("7")); }).find("lists are not extended"),
+  EXPECT_NE(error_of([&] {
+              t.set({"eos_token_id", "3"}, integer("7"));
+            }).find("lists are not extended"),
             std::string::npos);
-  EXPECT_NE(error_of([&] { t.set({"eos_token_id", "x", "y"}, integer("7")); }).find("eos_token_id is a list"),
+  EXPECT_NE(error_of([&] {
+              t.set({"eos_token_id", "x", "y"}, integer("7"));
+            }).find("eos_token_id is a list"),
             std::string::npos);
 }
 
@@ -350,8 +354,8 @@ TEST(ConfigTree, FindMatchesDottedKeyAsPathSuffix) {
 }
 
 TEST(ConfigTree, FindDescendsIntoListsWithIndexParts) {
-  const ConfigTree t = ConfigTree::parse(
-      "layers:\n  - name: enc\n    kv_repeat: 1\n  - name: dec\n    kv_repeat: 2\nkv_repeat: 1\n");
+  const ConfigTree t =
+      ConfigTree::parse("layers:\n  - name: enc\n    kv_repeat: 1\n  - name: dec\n    kv_repeat: 2\nkv_repeat: 1\n");
   EXPECT_EQ(t.find("kv_repeat"),
             (std::vector<KeyPath>{{"layers", "0", "kv_repeat"}, {"layers", "1", "kv_repeat"}, {"kv_repeat"}}));
   EXPECT_TRUE(t.find("0").empty());  // an index is not a key
@@ -486,20 +490,23 @@ TEST(ConfigTree, AliasesThatCannotBeExpandedAreRefused) {
 TEST(ConfigTree, ParseErrorsCarryLineAndColumn) {
   EXPECT_EQ(error_of([] { ConfigTree::parse("model:\n  n_head: [16, 8\nbias: true\n", "metavoice.yaml"); }),
             "metavoice.yaml:3:5: end of sequence flow not found");
-  const std::string json = error_of([] { ConfigTree::parse("{\n  \"a\": 1\n  \"b\": 2\n}", "generation_config.json"); });
+  const std::string json =
+      error_of([] { ConfigTree::parse("{\n  \"a\": 1\n  \"b\": 2\n}", "generation_config.json"); });
   EXPECT_EQ(json.rfind("generation_config.json:", 0), 0u) << json;
   EXPECT_NE(json.find(":3:"), std::string::npos) << json;
   EXPECT_EQ(error_of([] { ConfigTree::parse("a: 1\nb: 2\na: 3\n", "c.yaml"); }), "c.yaml:3:1: duplicate key 'a'");
   EXPECT_EQ(error_of([] { ConfigTree::parse("{\"a\": 1,\n \"b\": yes}", "c.json"); }),
             "c.json:2:7: 'yes' is not JSON; a string needs quotes");
-  EXPECT_EQ(error_of([] { ConfigTree::parse("{a: 1}", "c.json"); }), "c.json:1:2: a JSON object key must be a quoted string");
+  EXPECT_EQ(error_of([] { ConfigTree::parse("{a: 1}", "c.json"); }),
+            "c.json:1:2: a JSON object key must be a quoted string");
 }
 
 TEST(ConfigTree, YamlValuesWithControlCharactersAreQuotedSoTheyReadBack) {
   // Found by the config_fix fuzzer: yaml-cpp wrote trailing CRs raw in a
   // plain scalar, and reading the file back dropped them.
   ConfigTree t = ConfigTree::parse("model:\n  strict: false\n", "c.yaml");
-  for (const std::string& v : {std::string("abc\r\r"), std::string("tab\t"), std::string("a\x01b"), std::string("del\x7f")}) {
+  for (const std::string& v :
+       {std::string("abc\r\r"), std::string("tab\t"), std::string("a\x01b"), std::string("del\x7f")}) {
     t.set({"captured"}, str(v));
     const std::string out = t.dump();
     EXPECT_EQ(ConfigTree::parse(out, "again").get({"captured"}), str(v)) << out;
@@ -513,11 +520,14 @@ TEST(ConfigTree, KeysThatNameNothingAreRefused) {
   // written back as YAML that does not parse.
   EXPECT_EQ(error_of([] { ConfigTree::parse("a: {!b: [2, , 3, {c: d}]}\n", "c.yaml"); }),
             "c.yaml:1:5: a config key must be a name, not a list");
-  EXPECT_EQ(error_of([] { ConfigTree::parse("a: {!b : 1}\n", "c.yaml"); }), "c.yaml:1:5: a config key may not carry a YAML tag ('!b')");
+  EXPECT_EQ(error_of([] { ConfigTree::parse("a: {!b : 1}\n", "c.yaml"); }),
+            "c.yaml:1:5: a config key may not carry a YAML tag ('!b')");
   EXPECT_EQ(error_of([] { ConfigTree::parse("a: 1\n? [x, y]\n: 2\n", "c.yaml"); }),
             "c.yaml:2:3: a config key must be a name, not a list");
-  EXPECT_EQ(error_of([] { ConfigTree::parse("a: 1\n: 2\n", "c.yaml"); }), "c.yaml:2:1: a config key must be a name, not null");
-  EXPECT_EQ(ConfigTree::parse("!!str k: 1\n\"\": 2\n", "c.yaml").get({"k"})->text, "1");  // string keys, tagged or empty, are fine
+  EXPECT_EQ(error_of([] { ConfigTree::parse("a: 1\n: 2\n", "c.yaml"); }),
+            "c.yaml:2:1: a config key must be a name, not null");
+  EXPECT_EQ(ConfigTree::parse("!!str k: 1\n\"\": 2\n", "c.yaml").get({"k"})->text,
+            "1");  // string keys, tagged or empty, are fine
 }
 
 TEST(ConfigTree, TagsTheWriterCannotWriteAreRefusedSoEveryParsedConfigDumps) {
@@ -527,8 +537,9 @@ TEST(ConfigTree, TagsTheWriterCannotWriteAreRefusedSoEveryParsedConfigDumps) {
             "c.yaml:1:12: YAML tag '!XX!YY' cannot be written back; remove it or spell it as a plain '!name'");
   // A lone '!' at the very end reads as the core prefix with no suffix,
   // which the writer would write as '!!' and the parser then refuses.
-  EXPECT_EQ(error_of([] { ConfigTree::parse("a: !", "c.yaml"); }),
-            "c.yaml:1:4: YAML tag 'tag:yaml.org,2002:' cannot be written back; remove it or spell it as a plain '!name'");
+  EXPECT_EQ(
+      error_of([] { ConfigTree::parse("a: !", "c.yaml"); }),
+      "c.yaml:1:4: YAML tag 'tag:yaml.org,2002:' cannot be written back; remove it or spell it as a plain '!name'");
   EXPECT_EQ(ConfigTree::parse("a: !\n", "c.yaml").get({"a"})->text, "");  // a non-specific '!' is fine
   const ConfigTree ok = ConfigTree::parse("a: !mytag 1\nb: !!str 2\nc: !<tag:example.com,2000:x> 3\n", "c.yaml");
   EXPECT_NO_THROW(ConfigTree::parse(ok.dump(), "again")) << ok.dump();
@@ -546,7 +557,8 @@ TEST(ConfigTree, KeysWithControlCharactersAreRefusedSinceTheyWouldNotReadBack) {
 }
 
 TEST(ConfigTree, RootMustBeOneMapping) {
-  EXPECT_EQ(error_of([] { ConfigTree::parse("[1, 2]", "c.json"); }), "c.json:1:1: the document is a list; a config must be a mapping");
+  EXPECT_EQ(error_of([] { ConfigTree::parse("[1, 2]", "c.json"); }),
+            "c.json:1:1: the document is a list; a config must be a mapping");
   EXPECT_EQ(error_of([] { ConfigTree::parse("just text\n", "c.yaml"); }),
             "c.yaml:1:1: the document is a scalar; a config must be a mapping");
   EXPECT_EQ(error_of([] { ConfigTree::parse("# only a comment\n", "c.yaml"); }),
@@ -556,7 +568,8 @@ TEST(ConfigTree, RootMustBeOneMapping) {
 }
 
 TEST(ConfigTree, LoadReadsFileAndNamesUnreadablePath) {
-  const auto dir = std::filesystem::temp_directory_path() / ("errshim_config_test_" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()));
+  const auto dir = std::filesystem::temp_directory_path() /
+                   ("errshim_config_test_" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()));
   std::filesystem::create_directories(dir);
   const auto file = dir / "generation_config.json";
   std::ofstream(file, std::ios::binary) << kGenerationConfig;
@@ -605,8 +618,9 @@ std::shared_ptr<const Bindings<ModelConfig>> model_bindings() {
   static const auto bindings = std::make_shared<const Bindings<ModelConfig>>(
       Bindings<ModelConfig>()
           .bind("kv_cache_enabled", &ModelConfig::kv_cache_enabled)
-          .bind_enum("attn_kernel_type", &ModelConfig::attn_kernel_type,
-                     {{"Fa2", AttnKernelType::Fa2}, {"TorchAttn", AttnKernelType::TorchAttn}, {"Hand", AttnKernelType::Hand}})
+          .bind_enum(
+              "attn_kernel_type", &ModelConfig::attn_kernel_type,
+              {{"Fa2", AttnKernelType::Fa2}, {"TorchAttn", AttnKernelType::TorchAttn}, {"Hand", AttnKernelType::Hand}})
           .bind("kv_repeat", &ModelConfig::kv_repeat)
           .bind("n_head", &ModelConfig::n_head)
           .bind("shift", &ModelConfig::shift)
@@ -666,7 +680,8 @@ TEST(TypedConfig, RefusesWrongTypesNamingTheMember) {
   auto c = typed();
   EXPECT_EQ(error_of([&] { c.set({"kv_repeat"}, str("abc")); }), "cannot set kv_repeat (integer) to 'abc'");
   EXPECT_EQ(error_of([&] { c.set({"kv_repeat"}, number("1.5")); }), "cannot set kv_repeat (integer) to '1.5'");
-  EXPECT_EQ(error_of([&] { c.set({"kv_cache_enabled"}, integer("1")); }), "cannot set kv_cache_enabled (boolean) to '1'");
+  EXPECT_EQ(error_of([&] { c.set({"kv_cache_enabled"}, integer("1")); }),
+            "cannot set kv_cache_enabled (boolean) to '1'");
   EXPECT_EQ(error_of([&] { c.set({"rmsnorm_eps"}, boolean(true)); }), "cannot set rmsnorm_eps (number) to 'true'");
   EXPECT_EQ(error_of([&] { c.set({"norm_type"}, kNull); }),
             "cannot set norm_type (string) to null: a struct member cannot hold null");
@@ -677,13 +692,15 @@ TEST(TypedConfig, RefusesWrongTypesNamingTheMember) {
 
 TEST(TypedConfig, RangeChecksIntegers) {
   auto c = typed();
-  EXPECT_EQ(error_of([&] { c.set({"n_head"}, integer("300")); }), "cannot set n_head (integer) to '300': out of range 0..255");
+  EXPECT_EQ(error_of([&] { c.set({"n_head"}, integer("300")); }),
+            "cannot set n_head (integer) to '300': out of range 0..255");
   EXPECT_EQ(error_of([&] { c.set({"kv_repeat"}, integer("-1")); }),
             "cannot set kv_repeat (integer) to '-1': out of range 0.." +
                 std::to_string(std::numeric_limits<std::size_t>::max()));
   EXPECT_NE(error_of([&] { c.set({"shift"}, integer("-129")); }).find("out of range -128..127"), std::string::npos);
   EXPECT_NE(error_of([&] { c.set({"seed"}, integer("9223372036854775808")); }).find("out of range"), std::string::npos);
-  EXPECT_NE(error_of([&] { c.set({"seed"}, integer("99999999999999999999999")); }).find("out of range"), std::string::npos);
+  EXPECT_NE(error_of([&] { c.set({"seed"}, integer("99999999999999999999999")); }).find("out of range"),
+            std::string::npos);
   EXPECT_NE(error_of([&] { c.set({"dropout"}, number("1e60")); }).find("out of range"), std::string::npos);
   EXPECT_EQ(c.value().n_head, 16);
   c.set({"n_head"}, integer("255"));
@@ -713,7 +730,10 @@ TEST(TypedConfig, FloatingMembersReadBackAsShortestNumbers) {
     double limit = std::numeric_limits<double>::infinity();
   };
   auto b = std::make_shared<Bindings<Sampling>>();
-  b->bind("temperature", &Sampling::temperature).bind("top_p", &Sampling::top_p).bind("scale", &Sampling::scale).bind("limit", &Sampling::limit);
+  b->bind("temperature", &Sampling::temperature)
+      .bind("top_p", &Sampling::top_p)
+      .bind("scale", &Sampling::scale)
+      .bind("limit", &Sampling::limit);
   TypedConfig<Sampling> c(Sampling{}, b);
   EXPECT_EQ(c.get({"temperature"}), number("0.1"));
   EXPECT_EQ(c.get({"top_p"}), number("0.9"));
@@ -742,7 +762,8 @@ TEST(TypedConfig, FindReturnsBoundPathsOnly) {
 TEST(TypedConfig, SetOfUnboundNameThrows) {
   auto c = typed();
   const std::string msg = error_of([&] { c.set({"kv_heads"}, integer("2")); });
-  EXPECT_EQ(msg.rfind("cannot set kv_heads: no member is bound to it (bound: kv_cache_enabled, attn_kernel_type,", 0), 0u)
+  EXPECT_EQ(msg.rfind("cannot set kv_heads: no member is bound to it (bound: kv_cache_enabled, attn_kernel_type,", 0),
+            0u)
       << msg;
 }
 
@@ -776,7 +797,8 @@ TEST(TypedConfig, BindingsRejectBadNames) {
   b.bind("kv_repeat", &ModelConfig::kv_repeat);
   EXPECT_THROW(b.bind("kv_repeat", &ModelConfig::n_head), std::invalid_argument);
   EXPECT_THROW(b.bind("a..b", &ModelConfig::n_head), std::invalid_argument);
-  EXPECT_THROW(b.bind_enum("attn", &ModelConfig::attn_kernel_type, {{"Fa2", AttnKernelType::Fa2}, {"Fa2", AttnKernelType::Hand}}),
+  EXPECT_THROW(b.bind_enum("attn", &ModelConfig::attn_kernel_type,
+                           {{"Fa2", AttnKernelType::Fa2}, {"Fa2", AttnKernelType::Hand}}),
                std::invalid_argument);
   EXPECT_THROW(TypedConfig<ModelConfig>(ModelConfig{}, nullptr), std::invalid_argument);
 }

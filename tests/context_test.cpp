@@ -53,10 +53,8 @@ CatalogPtr scoped_catalog() {
   using testing::entry_yaml;
   static const CatalogPtr c = testing::catalog_from(testing::file_yaml(
       entry_yaml("lib.cache.general", "quantized cache unsupported") +
-      entry_yaml("lib.cache.old", "quantized cache unsupported",
-                 "    applies_to: {transformers: '<4.54'}\n") +
-      entry_yaml("lib.cache.new", "quantized cache unsupported",
-                 "    applies_to: {transformers: '>=4.54'}\n")));
+      entry_yaml("lib.cache.old", "quantized cache unsupported", "    applies_to: {transformers: '<4.54'}\n") +
+      entry_yaml("lib.cache.new", "quantized cache unsupported", "    applies_to: {transformers: '>=4.54'}\n")));
   return c;
 }
 
@@ -73,8 +71,8 @@ TEST(ScopedMatching, WithoutContextTheGeneralEntryWins) {
 }
 
 TEST(ScopedMatching, ContradictedEntryIsNeverChosenEvenAlone) {
-  const auto c = testing::catalog_from(testing::file_yaml(testing::entry_yaml(
-      "lib.metal.only", "sdpa head dim", "    applies_to: {device: metal}\n")));
+  const auto c = testing::catalog_from(
+      testing::file_yaml(testing::entry_yaml("lib.metal.only", "sdpa head dim", "    applies_to: {device: metal}\n")));
   EXPECT_FALSE(c->diagnose("sdpa head dim", Context::parse("device=cuda")));
   EXPECT_TRUE(c->diagnose("sdpa head dim", Context::parse("device=metal")));
   EXPECT_TRUE(c->diagnose("sdpa head dim"));  // unknown scope, no rival
@@ -98,8 +96,8 @@ TEST(ScopedMatching, LintUsesTheExampleContext) {
 
 TEST(ScopedMatching, BadVersionRangeIsALoadProblem) {
   try {
-    testing::catalog_from(testing::file_yaml(
-        testing::entry_yaml("lib.a", "boom", "    applies_to: {transformers: '>=soon'}\n")));
+    testing::catalog_from(
+        testing::file_yaml(testing::entry_yaml("lib.a", "boom", "    applies_to: {transformers: '>=soon'}\n")));
     FAIL();
   } catch (const catalog_error& e) {
     EXPECT_NE(e.problems()[0].message.find("applies_to.transformers"), std::string::npos) << e.what();

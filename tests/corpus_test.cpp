@@ -32,7 +32,8 @@ std::vector<std::pair<std::string, std::string>> wrapped(const YAML::Node& recor
       {"plain", m},
       {"python", "Traceback (most recent call last):\n  File \"/srv/app/main.py\", line 12, in <module>\n    run()\n" +
                      python_class(record) + ": " + m + "\n"},
-      {"rust", "Error: model step failed\n\nCaused by:\n    0: " + m + "\n\nStack backtrace:\n   0: anyhow::error::bt\n"},
+      {"rust",
+       "Error: model step failed\n\nCaused by:\n    0: " + m + "\n\nStack backtrace:\n   0: anyhow::error::bt\n"},
       {"log", "2026-11-30 10:01:42,123 ERROR [worker-3] " + m},
   };
 }
@@ -50,7 +51,8 @@ TEST(Corpus, EveryMessageIsWonByAnEntryPinnedToItsSource) {
       ++forms;
       const auto d = catalog->diagnose(text);
       const bool ok = d && pinned_to(*d->entry, path);
-      EXPECT_TRUE(ok) << id << " (" << how << "): " << (d ? "won by " + d->id() + " at " + d->entry->source.path : "unmatched")
+      EXPECT_TRUE(ok) << id << " (" << how
+                      << "): " << (d ? "won by " + d->id() + " at " + d->entry->source.path : "unmatched")
                       << ", expected an entry pinned to " << path;
       forms_ok += ok;
       all = all && ok;

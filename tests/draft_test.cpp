@@ -35,7 +35,7 @@ struct MaskCase {
   const char* name;
   const char* message;
   const char* tmpl;  // the template, as written in the YAML
-  const char* other; // the same error with other values
+  const char* other;  // the same error with other values
 };
 
 class DraftTemplate : public testing::TestWithParam<MaskCase> {};
@@ -54,16 +54,15 @@ TEST_P(DraftTemplate, PutsPlaceholdersWhereValuesWereAndMatchesOtherValues) {
 
 INSTANTIATE_TEST_SUITE_P(
     Messages, DraftTemplate,
-    testing::Values(
-        MaskCase{"numbers_and_hex", "RuntimeError: shard 3 lost its KV block at 0x7f3a0010 after 12.5 s",
-                 "\"shard {num1} lost its KV block at {hex1} after {num2} s\"",
-                 "RuntimeError: shard 17 lost its KV block at 0xdeadbeef after 0.25 s"},
-        MaskCase{"shape", "ValueError: expected input of shape [2, 8, 64] for the rotary cache",
-                 "\"expected input of shape {shape1} for the rotary cache\"",
-                 "ValueError: expected input of shape [1, 32, 128] for the rotary cache"},
-        MaskCase{"braces_and_percent", "ValueError: bad config {quant: 4} at 95% of memory",
-                 "\"bad config {{quant: {num1}}} at {num2}%% of memory\"",
-                 "ValueError: bad config {quant: 8} at 50% of memory"}),
+    testing::Values(MaskCase{"numbers_and_hex", "RuntimeError: shard 3 lost its KV block at 0x7f3a0010 after 12.5 s",
+                             "\"shard {num1} lost its KV block at {hex1} after {num2} s\"",
+                             "RuntimeError: shard 17 lost its KV block at 0xdeadbeef after 0.25 s"},
+                    MaskCase{"shape", "ValueError: expected input of shape [2, 8, 64] for the rotary cache",
+                             "\"expected input of shape {shape1} for the rotary cache\"",
+                             "ValueError: expected input of shape [1, 32, 128] for the rotary cache"},
+                    MaskCase{"braces_and_percent", "ValueError: bad config {quant: 4} at 95% of memory",
+                             "\"bad config {{quant: {num1}}} at {num2}%% of memory\"",
+                             "ValueError: bad config {quant: 8} at 50% of memory"}),
     [](const testing::TestParamInfo<MaskCase>& i) { return std::string(i.param.name); });
 
 TEST(Draft, NamesTheClassIdAndExampleFromTheMessage) {
@@ -122,8 +121,10 @@ TEST(Draft, FromScanDraftsOnePerFingerprintWithCounts) {
   const auto catalog = CatalogBuilder().add_yaml(yaml, "drafts.yaml").build();
   ASSERT_EQ(catalog->entries().size(), groups.size()) << yaml;
   // Each count is a comment line of its own, above its entry.
-  EXPECT_NE(yaml.find("\n  # seen 4 times, fingerprint " + groups[0].fingerprint + ", first at " + log + ":3\n  - id: "),
-            std::string::npos) << yaml;
+  EXPECT_NE(
+      yaml.find("\n  # seen 4 times, fingerprint " + groups[0].fingerprint + ", first at " + log + ":3\n  - id: "),
+      std::string::npos)
+      << yaml;
   EXPECT_NE(yaml.find("\n  # seen 1 time, fingerprint " + groups[4].fingerprint), std::string::npos) << yaml;
   // A log prefix before the class ("cache - OSError: ") is not in the template.
   EXPECT_EQ(catalog->entries()[1]->error_class, "OSError");

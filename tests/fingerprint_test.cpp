@@ -71,7 +71,7 @@ TEST(Fingerprint, DifferentErrorsStayApart) {
   const std::vector<std::string> messages = {
       "ValueError: unsupported sampler 'beam'",
       "ValueError: unsupported sampler 'greedy'",  // a quoted name is kept
-      "KeyError: unsupported sampler 'beam'",      // another class
+      "KeyError: unsupported sampler 'beam'",  // another class
       "ValueError: unsupported scheduler 'beam'",  // another word
   };
   std::set<std::string> ids;
@@ -125,7 +125,8 @@ TEST(ScanFingerprint, UnrecognisedBlocksAreGroupedByFingerprintWithCounts) {
   // The four ranks' NCCL timeouts, three workers' full disks, two workers'
   // double frees, the 'beam' sampler twice and the 'greedy' one once.
   EXPECT_EQ(first_line_to_count, (std::map<std::uint64_t, std::uint64_t>{{3, 4}, {21, 3}, {25, 2}, {27, 2}, {28, 1}}));
-  EXPECT_NE(summary.to_text().find("      4x  workers.log:3 (python-traceback)"), std::string::npos) << summary.to_text();
+  EXPECT_NE(summary.to_text().find("      4x  workers.log:3 (python-traceback)"), std::string::npos)
+      << summary.to_text();
 }
 
 TEST(ScanFingerprint, JsonOfAnUnrecognisedBlockGivesItsFingerprint) {

@@ -54,7 +54,8 @@ TEST(FixRespectsConfig, GenerationConfigNeverGetsAnAttnImplementation) {
   const fs::path dir = fs::temp_directory_path() / ("errshim-fix-respects-" + std::to_string(::getpid()));
   fs::create_directories(dir);
   const fs::path file = dir / "generation_config.json";
-  const std::string text = "{\n  \"bos_token_id\": 128000,\n  \"eos_token_id\": [128001, 128009],\n  \"do_sample\": true\n}\n";
+  const std::string text =
+      "{\n  \"bos_token_id\": 128000,\n  \"eos_token_id\": [128001, 128009],\n  \"do_sample\": true\n}\n";
   std::ofstream(file, std::ios::binary) << text;
   const ConfigTree config = ConfigTree::load(file);
   ConfigTree scratch = config;

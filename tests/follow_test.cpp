@@ -303,7 +303,8 @@ TEST(Follow, APipeIsReadToItsEnd) {
   Collect c;
   BlockFollower f = make(c);
   std::uint64_t confirmed = 0;
-  errshim::follow("-", f, [] { return false; }, [&](std::uint64_t n) { confirmed += n; });
+  errshim::follow(
+      "-", f, [] { return false; }, [&](std::uint64_t n) { confirmed += n; });
   writer.join();
   ::dup2(saved, STDIN_FILENO);
   ::close(saved);

@@ -35,7 +35,7 @@ using Body = std::function<void(const std::uint8_t*, std::size_t)>;
 std::vector<fs::path> inputs_of(const std::string& target) {
   std::vector<fs::path> out;
   for (const fs::path& dir : {fs::path(ERRSHIM_SOURCE_DIR) / "tests/data/fuzz-regressions" / target,
-                             fs::path(ERRSHIM_SOURCE_DIR) / "fuzz/corpus" / target}) {
+                              fs::path(ERRSHIM_SOURCE_DIR) / "fuzz/corpus" / target}) {
     std::error_code ec;
     for (const auto& de : fs::directory_iterator(dir, ec))
       if (de.is_regular_file() && de.path().filename().string()[0] != '.') out.push_back(de.path());

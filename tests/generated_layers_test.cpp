@@ -29,8 +29,10 @@ class ScopedGeneratedDir {
     ::setenv("ERRSHIM_GENERATED_DIR", dir.c_str(), 1);
   }
   ~ScopedGeneratedDir() {
-    if (old_) ::setenv("ERRSHIM_GENERATED_DIR", old_->c_str(), 1);
-    else ::unsetenv("ERRSHIM_GENERATED_DIR");
+    if (old_)
+      ::setenv("ERRSHIM_GENERATED_DIR", old_->c_str(), 1);
+    else
+      ::unsetenv("ERRSHIM_GENERATED_DIR");
   }
 
  private:
@@ -40,9 +42,8 @@ class ScopedGeneratedDir {
 class GeneratedLayers : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("errshim-generated-" + std::to_string(::getpid()) + "-" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    dir_ = fs::temp_directory_path() / ("errshim-generated-" + std::to_string(::getpid()) + "-" +
+                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
     fs::remove_all(dir_);
     fs::create_directories(dir_);
   }
@@ -70,8 +71,7 @@ TEST_F(GeneratedLayers, LoadsTheLayerNamedByLibrary) {
 }
 
 TEST_F(GeneratedLayers, PrefersTheSnapshotToTheYaml) {
-  write("mylib.snapshot",
-        testing::catalog_from(layer("mylib.from_snapshot", "snapshot text {x} here"))->snapshot());
+  write("mylib.snapshot", testing::catalog_from(layer("mylib.from_snapshot", "snapshot text {x} here"))->snapshot());
   write("mylib.yaml", layer("mylib.from_yaml", "yaml text {x} here"));
   ScopedGeneratedDir env(dir_);
   const CatalogPtr c = CatalogBuilder().add_generated("mylib").build();
@@ -131,14 +131,13 @@ TEST_F(GeneratedLayers, EveryLayerMatchesThroughItsOwnKeysWhenLayersArePutTogeth
                                                    entry_yaml("t.three", "charlie socket closed unexpectedly")),
                                          "first.yaml")
                                .build();
-  const CatalogPtr all =
-      CatalogBuilder()
-          .add_embedded()
-          .add_snapshot(first->snapshot(), "first.snapshot")
-          .add_yaml(file_yaml(entry_yaml("t.two", "delta cache was evicted early") +
-                              entry_yaml("t.four", "echo stream ended before the header")),
-                    "second.yaml")
-          .build();
+  const CatalogPtr all = CatalogBuilder()
+                             .add_embedded()
+                             .add_snapshot(first->snapshot(), "first.snapshot")
+                             .add_yaml(file_yaml(entry_yaml("t.two", "delta cache was evicted early") +
+                                                 entry_yaml("t.four", "echo stream ended before the header")),
+                                       "second.yaml")
+                             .build();
   const std::pair<const char*, const char*> cases[] = {
       {"alpha engine stalled at step 12", "t.one"},
       {"delta cache was evicted early", "t.two"},

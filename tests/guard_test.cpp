@@ -130,9 +130,7 @@ TEST(RethrowTranslated, RethrowsUnknownUnchanged) {
   }
 }
 
-TEST(RethrowTranslated, OutsideACatchBlockIsALogicError) {
-  EXPECT_THROW(rethrow_translated(*cat()), std::logic_error);
-}
+TEST(RethrowTranslated, OutsideACatchBlockIsALogicError) { EXPECT_THROW(rethrow_translated(*cat()), std::logic_error); }
 
 TEST(RethrowTranslated, ReadsNestedCausesOfTheOriginal) {
   // A host wrapper that nests the layer's error: the cause is what matches.

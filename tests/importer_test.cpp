@@ -82,16 +82,19 @@ TEST(Importer, SeedRecordBecomesALoadableLintCleanEntryWithProvenance) {
   EXPECT_NE(e.remediation.back().text.find("cache_implementation=\"dynamic\""), std::string::npos);
   EXPECT_NE(std::find(e.tags.begin(), e.tags.end(), "imported"), e.tags.end());
   EXPECT_NE(yaml.find("# imported from record 64dfbff1930e8d74 https://github.com/huggingface/transformers/blob/"),
-            std::string::npos) << yaml;
+            std::string::npos)
+      << yaml;
   EXPECT_TRUE(lint(*cat).empty());
-  EXPECT_TRUE(cat->diagnose("Traceback (most recent call last):\n  File \"x.py\", line 1, in <module>\nValueError: This "
-                            "model does not support the quantized cache. If you want your model to support quantized "
-                            "cache, please open an issue and tag @zucchini-nlp."));
+  EXPECT_TRUE(
+      cat->diagnose("Traceback (most recent call last):\n  File \"x.py\", line 1, in <module>\nValueError: This "
+                    "model does not support the quantized cache. If you want your model to support quantized "
+                    "cache, please open an issue and tag @zucchini-nlp."));
 }
 
 TEST(Importer, ArraysWrappersAndJsonLines) {
   const std::string r2 = record("id", "\"r2\"");
-  EXPECT_EQ(CatalogBuilder().add_yaml(import_records("[" + record() + ", {\"record\": " + r2 + "}]")).build()->size(), 2u);
+  EXPECT_EQ(CatalogBuilder().add_yaml(import_records("[" + record() + ", {\"record\": " + r2 + "}]")).build()->size(),
+            2u);
   EXPECT_EQ(CatalogBuilder().add_yaml(import_records(record() + "\n" + r2 + "\n")).build()->size(), 2u);
 }
 
@@ -106,10 +109,12 @@ TEST(Importer, BadRecordsNameTheRecordAndField) {
             "in.json: record 1 (id r1): field 'schemaVersion': is 3; this importer reads schemaVersion 2");
   EXPECT_NE(import_error_of(record("messagePattern", "\"only (kv\"")).find("field 'messagePattern': does not compile"),
             std::string::npos);
-  EXPECT_NE(import_error_of(record("messagePattern", "\"something else\"")).find("does not match the record's own errorMessage"),
+  EXPECT_NE(import_error_of(record("messagePattern", "\"something else\""))
+                .find("does not match the record's own errorMessage"),
             std::string::npos);
-  EXPECT_NE(import_error_of("[" + record() + ", " + record("repo", "<absent>") + "]").find("record 2 (id r1): field 'repo'"),
-            std::string::npos);
+  EXPECT_NE(
+      import_error_of("[" + record() + ", " + record("repo", "<absent>") + "]").find("record 2 (id r1): field 'repo'"),
+      std::string::npos);
   EXPECT_NE(import_error_of("{\"record\": {\"id\": ").find("in.json:1:"), std::string::npos);
   EXPECT_NE(import_error_of("[1]").find("field 'record': must be a JSON object"), std::string::npos);
 }
@@ -134,8 +139,10 @@ TEST(Importer, RecordWithoutPatternMatchesItsMessageLiterally) {
 std::optional<bool> pyyaml_loads(const std::string& yaml) {
   const auto file = std::filesystem::temp_directory_path() / ("errshim-import-" + std::to_string(getpid()) + ".yaml");
   std::ofstream(file, std::ios::binary) << yaml;
-  const std::string cmd = "python3 -c 'import sys\ntry:\n    import yaml\nexcept ImportError:\n    sys.exit(3)\n"
-                          "yaml.safe_load(open(sys.argv[1], \"rb\"))' " + file.string() + " 2>/dev/null";
+  const std::string cmd =
+      "python3 -c 'import sys\ntry:\n    import yaml\nexcept ImportError:\n    sys.exit(3)\n"
+      "yaml.safe_load(open(sys.argv[1], \"rb\"))' " +
+      file.string() + " 2>/dev/null";
   const int status = std::system(cmd.c_str());
   std::filesystem::remove(file);
   if (!WIFEXITED(status) || WEXITSTATUS(status) == 3 || WEXITSTATUS(status) == 127) return std::nullopt;
@@ -144,8 +151,8 @@ std::optional<bool> pyyaml_loads(const std::string& yaml) {
 
 struct CommentCase {
   const char* name;
-  const char* field;     // where the hostile text goes: the record id or its URL
-  const char* value;     // a JSON string
+  const char* field;  // where the hostile text goes: the record id or its URL
+  const char* value;  // a JSON string
   const char* expected;  // how the comment shows it
 };
 

@@ -51,11 +51,18 @@ INSTANTIATE_TEST_SUITE_P(
         QuoteCase{"BackspaceFormFeedShort", "a\bb\fc", R"("a\bb\fc")"},
         QuoteCase{"OtherControlsAsU00XX", std::string("\x01\x1b[31m\x1f", 7), R"("\u0001\u001b[31m\u001f")"},
         QuoteCase{"NulEscaped", std::string("a\0b", 3), R"("a\u0000b")"},
-        QuoteCase{"DeleteEscaped", "a\x7f" "b", R"("a\u007fb")"},
+        QuoteCase{"DeleteEscaped",
+                  "a\x7f"
+                  "b",
+                  R"("a\u007fb")"},
         QuoteCase{"TwoByteUtf8Kept", "caf\xC3\xA9", "\"caf\xC3\xA9\""},
         QuoteCase{"ThreeByteUtf8Kept", "\xE6\x97\xA5\xE6\x9C\xAC", "\"\xE6\x97\xA5\xE6\x9C\xAC\""},
         QuoteCase{"FourByteUtf8Kept", "\xF0\x9F\x94\xA5", "\"\xF0\x9F\x94\xA5\""},
-        QuoteCase{"LineSeparatorKept", "a\xE2\x80\xA8" "b", "\"a\xE2\x80\xA8" "b\""},
+        QuoteCase{"LineSeparatorKept",
+                  "a\xE2\x80\xA8"
+                  "b",
+                  "\"a\xE2\x80\xA8"
+                  "b\""},
         QuoteCase{"InvalidByteReplaced", "bad\xFF!", "\"bad" + kFffd + "!\""},
         QuoteCase{"LoneContinuationReplaced", "\x80", "\"" + kFffd + "\""},
         QuoteCase{"TruncatedSequenceReplacedByteByByte", "\xE6\x97", "\"" + kFffd + kFffd + "\""},
@@ -108,11 +115,14 @@ TEST(JsonShape, AFixIsWrittenTheSameInTheAuditRecordAsInADiagnosis) {
 }
 
 TEST(JsonShape, ExplainJsonWritesTheFixAsTheAuditRecordDoes) {
-  const auto path = std::filesystem::temp_directory_path() / ("errshim_json_fix." + std::to_string(::getpid()) + ".yaml");
+  const auto path =
+      std::filesystem::temp_directory_path() / ("errshim_json_fix." + std::to_string(::getpid()) + ".yaml");
   std::ofstream(path) << kFullFixEntry;
   std::string out;
   if (FILE* p = ::popen((std::string(ERRSHIM_CLI) + " explain --json --catalog " + path.string() +
-                         " 'the gizmo is at 99 percent' 2>/dev/null").c_str(), "r")) {
+                         " 'the gizmo is at 99 percent' 2>/dev/null")
+                            .c_str(),
+                        "r")) {
     char buf[4096];
     std::size_t n;
     while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
@@ -142,7 +152,8 @@ TEST(JsonShape, ScanBlockIsTheDiagnosisObjectWithTheBlockMembersAfter) {
   ASSERT_TRUE(b.diagnosis);
   const std::string block = errshim::to_json(b), alone = errshim::to_json(*b.diagnosis);
   EXPECT_EQ(block.substr(0, alone.size() - 1), alone.substr(0, alone.size() - 1));
-  EXPECT_EQ(block.substr(alone.size() - 1), ", \"file\": \"log" + kFffd + ".txt\", \"line\": 7, \"lines\": 2, \"kind\": \"" +
+  EXPECT_EQ(block.substr(alone.size() - 1), ", \"file\": \"log" + kFffd +
+                                                ".txt\", \"line\": 7, \"lines\": 2, \"kind\": \"" +
                                                 std::string(errshim::to_string(b.kind)) + "\"}");
 }
 

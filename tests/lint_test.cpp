@@ -67,7 +67,8 @@ TEST(Lint, ReportsShadowedEntryThatCanNeverWin) {
   y.replace(y.find("match: ['is not supported']"), 27, "match: ['window is not supported']");
   const auto ps = lint(*catalog_from(file_yaml(y + entry_yaml("lib.long", "window is not supported"))));
   bool shadowed = false;
-  for (const auto& p : ps) shadowed = shadowed || (p.entry_id == "lib.short" && p.message.find("can never win") != std::string::npos);
+  for (const auto& p : ps)
+    shadowed = shadowed || (p.entry_id == "lib.short" && p.message.find("can never win") != std::string::npos);
   EXPECT_TRUE(shadowed) << all(ps);
 }
 
@@ -105,19 +106,19 @@ std::string raw_entry(const std::string& id, const std::string& pattern, const s
 }
 
 TEST(Lint, ReportsWorkThatGrowsFasterThanTheTextOnNearMisses) {
-  const auto ps = lint(*catalog_from(file_yaml(
-      raw_entry("lib.poly", "load (?<a>.+?) from (?<b>.+?) done", "load a from b done"))));
+  const auto ps =
+      lint(*catalog_from(file_yaml(raw_entry("lib.poly", "load (?<a>.+?) from (?<b>.+?) done", "load a from b done"))));
   bool found = false;
   for (const Problem& p : ps)
-    found = found || (p.entry_id == "lib.poly" && p.message.find("takes work that grows faster than the text") !=
-                                                     std::string::npos);
+    found = found || (p.entry_id == "lib.poly" &&
+                      p.message.find("takes work that grows faster than the text") != std::string::npos);
   EXPECT_TRUE(found) << all(ps);
 }
 
 TEST(Lint, DoesNotReportALinearPatternOrATemplate) {
-  const auto ps = lint(*catalog_from(file_yaml(
-      raw_entry("lib.runs", "load (?<a>[^ ]+) from (?<b>[^ ]+) done", "load a from b done") +
-      entry_yaml("lib.tmpl", "load {a} from {b} at {c} done"))));
+  const auto ps = lint(
+      *catalog_from(file_yaml(raw_entry("lib.runs", "load (?<a>[^ ]+) from (?<b>[^ ]+) done", "load a from b done") +
+                              entry_yaml("lib.tmpl", "load {a} from {b} at {c} done"))));
   for (const Problem& p : ps) EXPECT_EQ(p.message.find("grows faster"), std::string::npos) << p.to_string();
 }
 
@@ -127,7 +128,7 @@ struct PreflightLintCase {
   std::string name;
   std::string examples;  // lines inside `examples:` (indent 6)
   std::string preflight;  // the entry's preflight line (indent 4), may be empty
-  std::string message;    // expected part of the one problem; empty: clean
+  std::string message;  // expected part of the one problem; empty: clean
 };
 
 class LintPreflightTest : public ::testing::TestWithParam<PreflightLintCase> {};
@@ -147,36 +148,38 @@ const std::string kCondition = "    preflight: {when: {use_cache: false}, model_
 
 INSTANTIATE_TEST_SUITE_P(
     Rows, LintPreflightTest,
-    ::testing::Values(
-        PreflightLintCase{"Clean",
-                          "      preflight:\n"
-                          "        fires: [{model_config: {model_type: llama, use_cache: false}}]\n"
-                          "        quiet: [{model_config: {model_type: mistral, use_cache: false}}]\n",
-                          kCondition, ""},
-        PreflightLintCase{"NoExamples", "", kCondition, "(missing: both)"},
-        PreflightLintCase{"NoQuietExample",
-                          "      preflight:\n"
-                          "        fires: [{model_config: {model_type: llama, use_cache: false}}]\n",
-                          kCondition, "(missing: quiet)"},
-        PreflightLintCase{"QuietExampleFires",
-                          "      preflight:\n"
-                          "        fires: [{model_config: {model_type: llama, use_cache: false}}]\n"
-                          "        quiet: [{config: {model_type: llama, use_cache: false}}]\n",
-                          kCondition, "under 'quiet' meets a preflight condition of the entry: a false alarm"},
-        PreflightLintCase{"FiresExampleQuiet",
-                          "      preflight:\n"
-                          "        fires: [{model_config: {use_cache: false}}]\n"
-                          "        quiet: [{model_config: {model_type: llama, use_cache: true}}]\n",
-                          kCondition, "under 'fires' does not meet any preflight condition"},
-        PreflightLintCase{"ExamplesWithoutCondition",
-                          "      preflight:\n"
-                          "        fires: [{config: {use_cache: false}}]\n",
-                          "", "examples.preflight is given but the entry has no 'preflight' condition"}),
+    ::testing::Values(PreflightLintCase{"Clean",
+                                        "      preflight:\n"
+                                        "        fires: [{model_config: {model_type: llama, use_cache: false}}]\n"
+                                        "        quiet: [{model_config: {model_type: mistral, use_cache: false}}]\n",
+                                        kCondition, ""},
+                      PreflightLintCase{"NoExamples", "", kCondition, "(missing: both)"},
+                      PreflightLintCase{"NoQuietExample",
+                                        "      preflight:\n"
+                                        "        fires: [{model_config: {model_type: llama, use_cache: false}}]\n",
+                                        kCondition, "(missing: quiet)"},
+                      PreflightLintCase{"QuietExampleFires",
+                                        "      preflight:\n"
+                                        "        fires: [{model_config: {model_type: llama, use_cache: false}}]\n"
+                                        "        quiet: [{config: {model_type: llama, use_cache: false}}]\n",
+                                        kCondition,
+                                        "under 'quiet' meets a preflight condition of the entry: a false alarm"},
+                      PreflightLintCase{"FiresExampleQuiet",
+                                        "      preflight:\n"
+                                        "        fires: [{model_config: {use_cache: false}}]\n"
+                                        "        quiet: [{model_config: {model_type: llama, use_cache: true}}]\n",
+                                        kCondition, "under 'fires' does not meet any preflight condition"},
+                      PreflightLintCase{"ExamplesWithoutCondition",
+                                        "      preflight:\n"
+                                        "        fires: [{config: {use_cache: false}}]\n",
+                                        "", "examples.preflight is given but the entry has no 'preflight' condition"}),
     [](const ::testing::TestParamInfo<PreflightLintCase>& info) { return info.param.name; });
 // An entry whose cause (or another user-facing field) is `text`.
 std::string entry_with_cause(const std::string& id, const std::string& field, const std::string& text) {
   std::string y = entry_yaml(id, "prose " + id);
-  const std::string from = field == "cause" ? "    cause: c\n" : field == "trigger" ? "    trigger: t\n" : "      - text: r\n";
+  const std::string from = field == "cause"     ? "    cause: c\n"
+                           : field == "trigger" ? "    trigger: t\n"
+                                                : "      - text: r\n";
   const std::string indent = field == "text" ? "      - text: " : "    " + field + ": ";
   y.replace(y.find(from), from.size(), indent + "'" + text + "'\n");
   return y;
@@ -223,10 +226,9 @@ TEST(Lint, RefusesACauseWhoseFirstSentenceIsLongerThanAListLine) {
   std::string long_first;
   while (long_first.size() < 250) long_first += clause;
   long_first += "so it refuses. Then more.";
-  const auto ps = lint(*catalog_from(file_yaml(entry_with_cause("lib.long", "cause", long_first) +
-                                               entry_with_cause("lib.short", "cause",
-                                                                "The kernel has no variant for this head size. " +
-                                                                    long_first))));
+  const auto ps = lint(*catalog_from(file_yaml(
+      entry_with_cause("lib.long", "cause", long_first) +
+      entry_with_cause("lib.short", "cause", "The kernel has no variant for this head size. " + long_first))));
   EXPECT_TRUE(has_problem(ps, "lib.long", "first sentence takes")) << all(ps);
   EXPECT_FALSE(has_problem(ps, "lib.short", "first sentence takes")) << all(ps);
 }

@@ -30,7 +30,8 @@ Hits brute_force(const std::vector<std::string>& keys, std::string_view text) {
   Hits hits;
   for (std::size_t k = 0; k < keys.size(); ++k) {
     if (keys[k].size() < LiteralIndex::kMinKey) continue;
-    for (std::size_t p = text.find(keys[k]); p != std::string_view::npos; p = text.find(keys[k], p + 1)) hits.insert({k, p});
+    for (std::size_t p = text.find(keys[k]); p != std::string_view::npos; p = text.find(keys[k], p + 1))
+      hits.insert({k, p});
   }
   return hits;
 }
@@ -62,11 +63,13 @@ TEST(LiteralIndex, ShortKeysAreListedNotIndexed) {
 TEST(LiteralIndex, KeysThatShareTheTextAroundTheirAnchor) {
   // Keys alike at one end and different at the other: the quick check
   // before the full compare must reject the near misses and keep the hits.
-  const std::vector<std::string> keys = {" for kv_len", " for kv_lora", " for kv_lora_rank", "hidden for kv_len",
-                                         "cannot broadcast to", "cannot broadcast from", "x cannot broadcast to"};
+  const std::vector<std::string> keys = {" for kv_len",          " for kv_lora",        " for kv_lora_rank",
+                                         "hidden for kv_len",    "cannot broadcast to", "cannot broadcast from",
+                                         "x cannot broadcast to"};
   const LiteralIndex index(keys);
-  for (const std::string text : {"size for kv_lora_rank=4", "size for kv_len=4 for kv_lor", "hidden for kv_len",
-                                 "we cannot broadcast from here, x cannot broadcast to there", "for kv_le", "cannot broadcast t"})
+  for (const std::string text :
+       {"size for kv_lora_rank=4", "size for kv_len=4 for kv_lor", "hidden for kv_len",
+        "we cannot broadcast from here, x cannot broadcast to there", "for kv_le", "cannot broadcast t"})
     EXPECT_EQ(scan(index, text), brute_force(keys, text)) << text;
 }
 
@@ -131,8 +134,9 @@ void expect_runs(const std::string& regex, const std::vector<Expect>& want) {
 
 TEST(RequiredLiterals, TemplateRegexes) {
   expect_runs(R"(kv_cache_enabled=true is not supported)", {{"kv_cache_enabled=true is not supported", 0, true}});
-  expect_runs(R"(Meta SDPA does not support q head dim (?<q_head>[^\n]+?): q dims (?<q_dims>[^\n]+?)\.)",
-              {{"Meta SDPA does not support q head dim ", 0, true}, {": q dims ", kUnbounded, true}, {".", kUnbounded, true}});
+  expect_runs(
+      R"(Meta SDPA does not support q head dim (?<q_head>[^\n]+?): q dims (?<q_dims>[^\n]+?)\.)",
+      {{"Meta SDPA does not support q head dim ", 0, true}, {": q dims ", kUnbounded, true}, {".", kUnbounded, true}});
   // A multi-line placeholder: what follows may start on a later line.
   expect_runs(R"(a (?<x>[\s\S]+?) b)", {{"a ", 0, true}, {" b", kUnbounded, false}});
   // Escapes the template compiler writes.
@@ -166,9 +170,9 @@ TEST(RequiredLiterals, TopLevelAlternationHasNoRuns) {
 }
 
 TEST(RequiredLiterals, UnknownSyntaxIsNotAnalysed) {
-  for (const char* re : {"(?i)abc", "abc(?i:def)", R"(\Gabc)", R"(ab\Kcd)", R"(\Qa.b\E)", R"(\p{L}abc)", "(?(1)a|b)",
-                         "(*UTF8)abc", "a{", "*a", "(abc", "abc)", "[abc", R"(abc\)", R"(\x{100}a)", R"(\0abc)",
-                         "(?P>name)", "a{,3}"}) {
+  for (const char* re :
+       {"(?i)abc", "abc(?i:def)", R"(\Gabc)", R"(ab\Kcd)", R"(\Qa.b\E)", R"(\p{L}abc)", "(?(1)a|b)", "(*UTF8)abc", "a{",
+        "*a", "(abc", "abc)", "[abc", R"(abc\)", R"(\x{100}a)", R"(\0abc)", "(?P>name)", "a{,3}"}) {
     EXPECT_FALSE(required_literals(re).understood) << re;
   }
 }
@@ -248,7 +252,8 @@ TEST(RequiredLiterals, EveryMatchHoldsEveryRunWhereClaimed) {
     const std::string matched = m[0].str();
     for (const RequiredRun& run : lit.runs) {
       bool found = false;
-      for (std::size_t at = matched.find(run.text); at != std::string::npos && !found; at = matched.find(run.text, at + 1)) {
+      for (std::size_t at = matched.find(run.text); at != std::string::npos && !found;
+           at = matched.find(run.text, at + 1)) {
         const bool offset_ok = run.max_offset == kUnbounded || at <= run.max_offset;
         const bool line_ok = !run.single_line_prefix || matched.substr(0, at).find('\n') == std::string::npos;
         found = offset_ok && line_ok;
@@ -285,8 +290,8 @@ TEST(ChooseKeys, TakesTheWholeRunAndItsPlacement) {
 }
 
 TEST(ChooseKeys, NothingUsableMeansNoKey) {
-  const KeyChoice c = choose_keys({required_literals("a|b"), required_literals("(?i)abc"),
-                                   required_literals(R"((?<x>\d+): (?<y>\d+))")});
+  const KeyChoice c = choose_keys(
+      {required_literals("a|b"), required_literals("(?i)abc"), required_literals(R"((?<x>\d+): (?<y>\d+))")});
   for (const EntryKey& k : c.keys) EXPECT_TRUE(k.text.empty()) << k.text;
 }
 

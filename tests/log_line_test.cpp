@@ -225,8 +225,10 @@ void yaml_strings(const YAML::Node& n, std::vector<std::string>& out) {
     out.push_back(n.as<std::string>());
   } else if (n.IsSequence() || n.IsMap()) {
     for (auto it = n.begin(); it != n.end(); ++it) {
-      if (n.IsMap()) yaml_strings(it->second, out);
-      else yaml_strings(*it, out);
+      if (n.IsMap())
+        yaml_strings(it->second, out);
+      else
+        yaml_strings(*it, out);
     }
   }
 }
@@ -259,14 +261,19 @@ std::vector<std::string> string_literals(const std::string& src) {
         continue;
       }
       const char e = src[++i];
-      if (e == 'n') lit += '\n';
-      else if (e == 't') lit += '\t';
-      else if (e == 'r') lit += '\r';
-      else if (e == '0') lit += '\0';
+      if (e == 'n')
+        lit += '\n';
+      else if (e == 't')
+        lit += '\t';
+      else if (e == 'r')
+        lit += '\r';
+      else if (e == '0')
+        lit += '\0';
       else if (e == 'x' && i + 2 < src.size()) {
         lit += static_cast<char>(std::stoi(src.substr(i + 1, 2), nullptr, 16));
         i += 2;
-      } else lit += e;
+      } else
+        lit += e;
     }
     out.push_back(std::move(lit));
   }

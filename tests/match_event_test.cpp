@@ -37,8 +37,9 @@ ConfigTree config() { return ConfigTree::parse("kv_cache_enabled: true\n"); }
 TEST(MatchEvent, UnrecognisedErrorIsReportedWithItsTextAndRethrownUnchanged) {
   std::vector<Seen> seen;
   const Policy policy = observing(seen);
-  EXPECT_THROW(remediate(config(), [](const ConfigTree&) -> int { throw std::out_of_range("no such tensor: lm_head"); },
-                         policy, *catalog()),
+  EXPECT_THROW(remediate(
+                   config(), [](const ConfigTree&) -> int { throw std::out_of_range("no such tensor: lm_head"); },
+                   policy, *catalog()),
                std::out_of_range);
   ASSERT_EQ(seen.size(), 1u);
   EXPECT_EQ(seen[0].text, "no such tensor: lm_head");
@@ -51,7 +52,8 @@ TEST(MatchEvent, OneLookupPerFailedCallWithTheEntryThatWon) {
   const auto r = remediate(
       config(),
       [](const ConfigTree& c) {
-        if (c.get({"kv_cache_enabled"})->text == "true") throw std::runtime_error("kv_cache_enabled=true is not supported");
+        if (c.get({"kv_cache_enabled"})->text == "true")
+          throw std::runtime_error("kv_cache_enabled=true is not supported");
         return 7;
       },
       policy, *catalog());
@@ -84,8 +86,9 @@ TEST(MatchEvent, ErrorAlreadyTranslatedByAnInnerGuardNeedsNoLookup) {
 TEST(MatchEvent, ObserverThatThrowsDoesNotReplaceTheHostsError) {
   Policy policy;
   policy.on_match = [](const MatchEvent&) { throw std::logic_error("observer broke"); };
-  EXPECT_THROW(remediate(config(), [](const ConfigTree&) -> int { throw std::out_of_range("no such tensor: lm_head"); },
-                         policy, *catalog()),
+  EXPECT_THROW(remediate(
+                   config(), [](const ConfigTree&) -> int { throw std::out_of_range("no such tensor: lm_head"); },
+                   policy, *catalog()),
                std::out_of_range);
 }
 

@@ -37,8 +37,10 @@ bool same(const MatchResult& fast, const MatchResult& naive, const std::string& 
       (!fast.diagnosis ||
        (fast.diagnosis->entry == naive.diagnosis->entry && fast.diagnosis->captures == naive.diagnosis->captures &&
         fast.diagnosis->matched == naive.diagnosis->matched && fast.diagnosis->segment == naive.diagnosis->segment &&
-        fast.diagnosis->exception_class == naive.diagnosis->exception_class && fast.diagnosis->raw == naive.diagnosis->raw));
-  EXPECT_TRUE(equal) << "message: " << message << "\n  prefiltered: " << describe(fast) << "\n  naive:       " << describe(naive);
+        fast.diagnosis->exception_class == naive.diagnosis->exception_class &&
+        fast.diagnosis->raw == naive.diagnosis->raw));
+  EXPECT_TRUE(equal) << "message: " << message << "\n  prefiltered: " << describe(fast)
+                     << "\n  naive:       " << describe(naive);
   return equal;
 }
 
@@ -129,10 +131,11 @@ TEST_P(MatcherEquivalenceGenerated, PrefilteredAnswerIsTheNaiveOne) {
     candidates += m.candidate_count(msgs.texts[i]);
   }
   const Matcher::Stats st = m.stats();
-  std::printf("[ info     ] %s catalog of %zu: %zu of %zu messages matched, %.2f candidates per message, "
-              "%zu entries always checked\n",
-              adversarial ? "adversarial" : "plain", st.entries, matched, msgs.texts.size(),
-              static_cast<double>(candidates) / static_cast<double>(msgs.texts.size()), st.always_checked);
+  std::printf(
+      "[ info     ] %s catalog of %zu: %zu of %zu messages matched, %.2f candidates per message, "
+      "%zu entries always checked\n",
+      adversarial ? "adversarial" : "plain", st.entries, matched, msgs.texts.size(),
+      static_cast<double>(candidates) / static_cast<double>(msgs.texts.size()), st.always_checked);
   EXPECT_GT(matched, msgs.texts.size() / 3);
   EXPECT_LT(matched, msgs.texts.size());
 }
@@ -144,7 +147,9 @@ const GeneratedCase kGeneratedCases[] = {
 };
 
 INSTANTIATE_TEST_SUITE_P(MatcherEquivalence, MatcherEquivalenceGenerated, ::testing::ValuesIn(kGeneratedCases),
-                         [](const ::testing::TestParamInfo<GeneratedCase>& info) { return std::string(info.param.name); });
+                         [](const ::testing::TestParamInfo<GeneratedCase>& info) {
+                           return std::string(info.param.name);
+                         });
 
 TEST(MatcherEquivalence, CrowdedKeysAtTwentyThousandEntries) {
   // At this size near-duplicate templates share their chosen literal, and

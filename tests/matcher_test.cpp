@@ -44,8 +44,8 @@ TEST(Matcher, ExplicitPriorityBeatsSpecificity) {
 }
 
 TEST(Matcher, RootCauseSegmentWinsATieOverTheOuterError) {
-  const auto cat = catalog_from(file_yaml(entry_yaml("lib.outer", "failed to load aaaa") +
-                                          entry_yaml("lib.inner", "cache is disabled x")));
+  const auto cat = catalog_from(
+      file_yaml(entry_yaml("lib.outer", "failed to load aaaa") + entry_yaml("lib.inner", "cache is disabled x")));
   // Same literal length; the Caused-by root cause wins.
   const auto d = cat->diagnose("Error: failed to load aaaa\n\nCaused by:\n    0: cache is disabled x\n");
   ASSERT_TRUE(d);
@@ -53,7 +53,8 @@ TEST(Matcher, RootCauseSegmentWinsATieOverTheOuterError) {
 }
 
 TEST(Matcher, IdBreaksAFullTieDeterministically) {
-  const auto cat = catalog_from(file_yaml(entry_yaml("lib.zeta", "same words") + entry_yaml("lib.alpha", "same words")));
+  const auto cat =
+      catalog_from(file_yaml(entry_yaml("lib.zeta", "same words") + entry_yaml("lib.alpha", "same words")));
   EXPECT_EQ(cat->diagnose("same words")->id(), "lib.alpha");
 }
 
@@ -64,13 +65,13 @@ TEST(Matcher, UnlessVetoesTheEntry) {
 }
 
 TEST(Matcher, CapturesAreNamedAndTrimmed) {
-  const auto cat = catalog_from(file_yaml(
-      "  - id: lib.a\n"
-      "    template: 'unsupported sdpa type {other:?}'\n"
-      "    source: {path: a.rs, line: 1}\n"
-      "    error_class: E\n    kind: validation\n    cause: c\n    trigger: t\n"
-      "    remediation: [{text: r}]\n"
-      "    examples: {match: ['unsupported sdpa type U8']}\n"));
+  const auto cat =
+      catalog_from(file_yaml("  - id: lib.a\n"
+                             "    template: 'unsupported sdpa type {other:?}'\n"
+                             "    source: {path: a.rs, line: 1}\n"
+                             "    error_class: E\n    kind: validation\n    cause: c\n    trigger: t\n"
+                             "    remediation: [{text: r}]\n"
+                             "    examples: {match: ['unsupported sdpa type U8']}\n"));
   const auto d = cat->diagnose("Error: unsupported sdpa type U8   \n");
   ASSERT_TRUE(d);
   ASSERT_NE(d->capture("other"), nullptr);
@@ -102,8 +103,9 @@ TEST(Matcher, OversizedInputIsCutAndReported) {
 }
 
 TEST(Matcher, ClaimsIgnoresRivalsButHonoursUnless) {
-  const auto cat = catalog_from(file_yaml(entry_yaml("lib.generic", "is not supported") +
-                                          entry_yaml("lib.specific", "window is not supported", "    unless: ['sliding']\n")));
+  const auto cat =
+      catalog_from(file_yaml(entry_yaml("lib.generic", "is not supported") +
+                             entry_yaml("lib.specific", "window is not supported", "    unless: ['sliding']\n")));
   EXPECT_TRUE(cat->claims("lib.generic", "window is not supported"));
   EXPECT_TRUE(cat->claims("lib.specific", "window is not supported"));
   EXPECT_FALSE(cat->claims("lib.specific", "sliding window is not supported"));
@@ -170,7 +172,8 @@ TEST(Matcher, LeftmostMatchWhenTheLiteralFirstOccursWhereNoMatchIs) {
 }
 
 TEST(Matcher, TemplatesCompileOnFirstUseAndAllForLint) {
-  const auto cat = catalog_from(file_yaml(entry_yaml("lib.a", "only {n} heads here") + entry_yaml("lib.b", "cannot map {x}")));
+  const auto cat =
+      catalog_from(file_yaml(entry_yaml("lib.a", "only {n} heads here") + entry_yaml("lib.b", "cannot map {x}")));
   EXPECT_TRUE(cat->compile_all().empty());
   std::vector<Problem> problems;
   const detail::Matcher m(cat->entries(), problems);
@@ -232,7 +235,8 @@ TEST(Matcher, ACrowdedKeyHandsOnlyMembersWhoseSecondLiteralOccurs) {
   // A small group against many literals found: each member checked.
   const auto small = matcher_with_plan(4);
   const std::string all =
-      "seen for option_k100 for option_k101 for option_k102 for option_k103: cannot broadcast [1] to [2] for option_k102";
+      "seen for option_k100 for option_k101 for option_k102 for option_k103: cannot broadcast [1] to [2] for "
+      "option_k102";
   EXPECT_EQ(small->candidate_count(all), 4u);
   expect_same(*small, all, "lib.option_k102");
   EXPECT_EQ(small->candidate_count("cannot broadcast [1] to [2] for option_k101"), 1u);

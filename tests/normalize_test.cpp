@@ -12,9 +12,9 @@
 
 namespace {
 
+using errshim::normalize;
 using errshim::Normalized;
 using errshim::Segment;
-using errshim::normalize;
 
 // Messages as the libraries raise them.
 constexpr const char* kKvCache = "kv_cache_enabled=true is not supported";
@@ -132,8 +132,7 @@ TEST(Normalize, LoneCarriageReturnSplitsProgressRedraws) {
 // ------------------------------------------------------------- ANSI and bytes
 
 TEST(Normalize, AnsiColoursStripped) {
-  expect_one(normalize("\x1b[1;31mERROR\x1b[0m \x1b[2m2026-11-30 10:01:42\x1b[0m " + std::string(kKvCache) +
-                       "\x1b[0m"),
+  expect_one(normalize("\x1b[1;31mERROR\x1b[0m \x1b[2m2026-11-30 10:01:42\x1b[0m " + std::string(kKvCache) + "\x1b[0m"),
              kKvCache, "");
 }
 
@@ -170,8 +169,10 @@ TEST(Normalize, BinaryGarbageNeverFails) {
   EXPECT_LE(n.segments.size(), errshim::kMaxSegments);
   for (const Segment& s : n.segments) EXPECT_LE(s.text.size(), errshim::kMaxSegmentBytes);
   // The message is still found after the garbage.
-  const Normalized found = normalize(junk + "\n\nTraceback (most recent call last):\n  File \"x.py\", line 1, in "
-                                            "<module>\nValueError: " + kQuantizedCache + "\n");
+  const Normalized found = normalize(junk +
+                                     "\n\nTraceback (most recent call last):\n  File \"x.py\", line 1, in "
+                                     "<module>\nValueError: " +
+                                     kQuantizedCache + "\n");
   ASSERT_FALSE(found.segments.empty());
   EXPECT_EQ(found.segments.back().text, kQuantizedCache);
 }
@@ -456,8 +457,8 @@ TEST(Normalize, RustCausedByNumberedRootFirst) {
                                 "    1: ") +
                             kKvCache + "\n";
   const Normalized n = normalize(input);
-  EXPECT_EQ(texts(n), (std::vector<std::string>{kKvCache, "loading the metavoice transformer",
-                                                "failed to build the model"}));
+  EXPECT_EQ(texts(n),
+            (std::vector<std::string>{kKvCache, "loading the metavoice transformer", "failed to build the model"}));
   EXPECT_EQ(classes(n), (std::vector<std::string>{"", "", ""}));
 }
 
@@ -504,8 +505,8 @@ TEST(Normalize, RustCausedByThenBacktrace) {
                             "   0: anyhow::error::<impl anyhow::Error>::msg\n"
                             "             at /root/.cargo/registry/src/anyhow-1.0.86/src/error.rs:83:36\n"
                             "   1: metavoice::main\n";
-  EXPECT_EQ(texts(normalize(input)), (std::vector<std::string>{kKvCache, "loading the metavoice transformer",
-                                                               "failed to build the model"}));
+  EXPECT_EQ(texts(normalize(input)),
+            (std::vector<std::string>{kKvCache, "loading the metavoice transformer", "failed to build the model"}));
 }
 
 TEST(Normalize, RustWithBacktraceDisplayFramesDropped) {
@@ -635,8 +636,9 @@ TEST(Normalize, LibtorchOldFormLocationSuffix) {
 }
 
 TEST(Normalize, CppTerminateWhat) {
-  const std::string input = "terminate called after throwing an instance of 'c10::Error'\n  what():  " +
-                            std::string(kViewShape) + "\n" + kC10Frames + "Aborted (core dumped)\n";
+  const std::string input =
+      "terminate called after throwing an instance of 'c10::Error'\n  what():  " + std::string(kViewShape) + "\n" +
+      kC10Frames + "Aborted (core dumped)\n";
   expect_one(normalize(input), kViewShape, "c10::Error");
 }
 
@@ -769,8 +771,7 @@ std::vector<std::string> wrapper_samples() {
       kKvRepeat,
       "2026-11-30 10:01:42,123 - ERROR - generation failed\n" + tb + "2026-11-30 10:01:43,000 - INFO - done\n",
       "Traceback (most recent call last):\n  File \"/app/a.py\", line 3, in f\n    g()\nRuntimeError: " +
-          std::string(kViewShape) +
-          "\n\nThe above exception was the direct cause of the following exception:\n\n" + tb,
+          std::string(kViewShape) + "\n\nThe above exception was the direct cause of the following exception:\n\n" + tb,
       tagged,
       std::string("Error: failed to build the model\n\nCaused by:\n    0: loading the metavoice transformer\n    1: ") +
           kKvCache + "\n\nStack backtrace:\n   0: anyhow::error::msg\n             at /src/error.rs:83:36\n",

@@ -99,8 +99,7 @@ TEST(LookupObserver, RethrowTranslatedReportsItsOwnSite) {
     } catch (...) {
       rethrow_translated(catalog());
     }
-  } catch (const std::invalid_argument&) {
-  }
+  } catch (const std::invalid_argument&) {}
   ASSERT_EQ(r.seen.size(), 1u);
   EXPECT_EQ(r.seen[0].site, LookupSite::rethrow_translated);
   EXPECT_EQ(r.seen[0].text, "bad rope scaling");
@@ -172,8 +171,9 @@ TEST(LookupObserver, RemediateReportsToThePolicyAndToProcessWideObservers) {
     ++per_call;
     EXPECT_EQ(e.site, LookupSite::remediate);
   };
-  EXPECT_THROW(remediate(ConfigTree::parse("a: 1\n"), [](const ConfigTree&) -> int { throw std::out_of_range("gone"); },
-                         policy, catalog()),
+  EXPECT_THROW(remediate(
+                   ConfigTree::parse("a: 1\n"), [](const ConfigTree&) -> int { throw std::out_of_range("gone"); },
+                   policy, catalog()),
                std::out_of_range);
   EXPECT_EQ(per_call, 1);
   ASSERT_EQ(r.seen.size(), 1u);
@@ -254,8 +254,7 @@ TEST(LookupObserver, ConcurrentLookupsWhileObserversRegisterAndUnregister) {
         } else {
           try {
             guard([]() -> int { throw std::runtime_error(kKnown); }, catalog());
-          } catch (const translated_error&) {
-          }
+          } catch (const translated_error&) {}
         }
       }
     });

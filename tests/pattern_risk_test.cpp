@@ -22,7 +22,8 @@ using Kind = detail::BacktrackingRisk::Kind;
 ::testing::AssertionResult flagged_as(const std::string& pattern, Kind kind) {
   const auto risk = backtracking_risk(pattern);
   if (!risk) return ::testing::AssertionFailure() << "'" << pattern << "' is not flagged";
-  if (risk->kind != kind) return ::testing::AssertionFailure() << "'" << pattern << "' flagged otherwise: " << risk->why;
+  if (risk->kind != kind)
+    return ::testing::AssertionFailure() << "'" << pattern << "' flagged otherwise: " << risk->why;
   return ::testing::AssertionSuccess();
 }
 
@@ -129,15 +130,19 @@ TEST(PatternRisk, AcceptsTemplateRegexesOfSeparatedPlaceholders) {
 
 std::string raw_entry(const std::string& id, const std::string& pattern, const std::string& example,
                       const std::string& extra = "") {
-  return "  - id: " + id + "\n"
-         "    pattern: '" + pattern + "'\n"
+  return "  - id: " + id +
+         "\n"
+         "    pattern: '" +
+         pattern +
+         "'\n"
          "    source: {path: src/x.rs, line: 10}\n"
          "    error_class: E\n"
          "    kind: validation\n"
          "    cause: c\n"
          "    trigger: t\n"
          "    remediation: [{text: r}]\n"
-         "    examples: {match: ['" + example + "']}\n" + extra;
+         "    examples: {match: ['" +
+         example + "']}\n" + extra;
 }
 
 std::vector<std::string> lint_messages(const std::string& yaml) {
@@ -154,7 +159,8 @@ bool has(const std::vector<std::string>& messages, const std::string& fragment) 
 
 TEST(PatternRiskLint, FlagsACatastrophicRawPattern) {
   const auto ms = lint_messages(testing::file_yaml(raw_entry("t.nested", "slow (a+)+b", "slow aab")));
-  EXPECT_TRUE(has(ms, "t.nested: pattern may backtrack catastrophically: nested quantifiers")) << ::testing::PrintToString(ms);
+  EXPECT_TRUE(has(ms, "t.nested: pattern may backtrack catastrophically: nested quantifiers"))
+      << ::testing::PrintToString(ms);
 }
 
 TEST(PatternRiskLint, FlagsACatastrophicUnlessPattern) {
@@ -165,15 +171,16 @@ TEST(PatternRiskLint, FlagsACatastrophicUnlessPattern) {
 }
 
 TEST(PatternRiskLint, FlagsACatastrophicCapturePatternOverride) {
-  const auto ms = lint_messages(testing::file_yaml(testing::entry_yaml(
-      "t.override", "bad value {v} here", "    capture_patterns: {v: '(?:x+)+'}\n")));
-  EXPECT_TRUE(has(ms, "t.override: the template's regex may backtrack catastrophically")) << ::testing::PrintToString(ms);
+  const auto ms = lint_messages(testing::file_yaml(
+      testing::entry_yaml("t.override", "bad value {v} here", "    capture_patterns: {v: '(?:x+)+'}\n")));
+  EXPECT_TRUE(has(ms, "t.override: the template's regex may backtrack catastrophically"))
+      << ::testing::PrintToString(ms);
 }
 
 TEST(PatternRiskLint, LeavesASafeCatalogClean) {
-  const auto ms = lint_messages(testing::file_yaml(raw_entry("t.safe", "value (?<v>\\d+(?:\\.\\d+)*) is bad",
-                                                             "value 1.2.3 is bad") +
-                                                   testing::entry_yaml("t.tmpl", "{a}{b} side by side")));
+  const auto ms = lint_messages(
+      testing::file_yaml(raw_entry("t.safe", "value (?<v>\\d+(?:\\.\\d+)*) is bad", "value 1.2.3 is bad") +
+                         testing::entry_yaml("t.tmpl", "{a}{b} side by side")));
   for (const std::string& m : ms) EXPECT_EQ(m.find("backtrack"), std::string::npos) << m;
 }
 

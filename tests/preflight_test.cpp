@@ -50,6 +50,7 @@ TEST(Preflight, LlamaConfigWithKvCacheFlagRaisesNoMetavoiceAlarm) {
 
 // A scoped catalog written for these tests.
 CatalogPtr scoped() {
+  // clang-format off
   static const CatalogPtr c = catalog_from(file_yaml(
       entry_yaml("t.family", "only alibi", "    preflight:\n"
                                             "      when: {position_embedding_type: absolute}\n"
@@ -69,13 +70,15 @@ CatalogPtr scoped() {
                                      "      - when: {hidden_size: {not_multiple_of: num_attention_heads}}\n"
                                      "      - when: {cache_config.nbits: {not: [2, 4]}, cache_config.backend: quanto}\n"
                                      "      - when: {attention_dropout: {gt: 0}, attn_implementation: flash_attention_3}\n")));
+  // clang-format on
   return c;
 }
 
 TEST(Preflight, FamilyStatedByTheConfigOverrulesTheModelName) {
   const ConfigTree jina = ConfigTree::parse(R"({"model_type": "jina_bert", "position_embedding_type": "absolute"})");
   const ConfigTree bert = ConfigTree::parse(R"({"model_type": "bert", "position_embedding_type": "absolute"})");
-  const ConfigTree arch = ConfigTree::parse(R"({"architectures": ["JinaBertForMaskedLM"], "position_embedding_type": "absolute"})");
+  const ConfigTree arch =
+      ConfigTree::parse(R"({"architectures": ["JinaBertForMaskedLM"], "position_embedding_type": "absolute"})");
   PreflightConfigs in;
   in.model = &jina;
   EXPECT_EQ(ids(check(in, *scoped())), std::vector<std::string>{"t.family"});
@@ -153,9 +156,12 @@ INSTANTIATE_TEST_SUITE_P(
                       TestCase{"NbitsNotListed", R"({"cache_config": {"backend": "quanto", "nbits": 8}})", true},
                       TestCase{"NbitsListed", R"({"cache_config": {"backend": "quanto", "nbits": 4}})", false},
                       TestCase{"NbitsOtherBackend", R"({"cache_config": {"backend": "hqq", "nbits": 8}})", false},
-                      TestCase{"DropoutAboveZero", R"({"attention_dropout": 0.1, "attn_implementation": "flash_attention_3"})", true},
-                      TestCase{"DropoutZeroAsFloat", R"({"attention_dropout": 0.0, "attn_implementation": "flash_attention_3"})", false},
-                      TestCase{"DropoutNotANumber", R"({"attention_dropout": "high", "attn_implementation": "flash_attention_3"})", false}),
+                      TestCase{"DropoutAboveZero",
+                               R"({"attention_dropout": 0.1, "attn_implementation": "flash_attention_3"})", true},
+                      TestCase{"DropoutZeroAsFloat",
+                               R"({"attention_dropout": 0.0, "attn_implementation": "flash_attention_3"})", false},
+                      TestCase{"DropoutNotANumber",
+                               R"({"attention_dropout": "high", "attn_implementation": "flash_attention_3"})", false}),
     [](const ::testing::TestParamInfo<TestCase>& info) { return info.param.name; });
 
 // Bad preflight blocks: each problem names file:line:column, the entry, the
@@ -163,7 +169,7 @@ INSTANTIATE_TEST_SUITE_P(
 struct LoadCase {
   std::string name;
   std::string block;
-  std::string where;    // "test.yaml:LINE:COL"
+  std::string where;  // "test.yaml:LINE:COL"
   std::string message;  // part of the message
 };
 
@@ -193,16 +199,18 @@ INSTANTIATE_TEST_SUITE_P(
                  "preflight.hidden_size.not_multiple_of needs a positive integer, got '0'"},
         LoadCase{"NoKeys", "    preflight: {when: {}, model_type: llama}\n", "test.yaml:16:16",
                  "a preflight condition needs at least one config key"},
-        LoadCase{"VersionRange", "    preflight: {when: {a: 1}, applies_to: {transformers: '>=v4.54'}}\n", "test.yaml:16:58",
+        LoadCase{"VersionRange", "    preflight: {when: {a: 1}, applies_to: {transformers: '>=v4.54'}}\n",
+                 "test.yaml:16:58",
                  "applies_to.transformers: version condition '>=v4.54' needs an operator and a version"},
         LoadCase{"ExampleConfigNotAMap", "      preflight: {fires: [{config: 3}]}\n    preflight: {a: 1}\n",
                  "test.yaml:16:36", "preflight example config must be a mapping"}),
     [](const ::testing::TestParamInfo<LoadCase>& info) { return info.param.name; });
 
 TEST(Preflight, OldFormStillLoadsAndMeansTheSame) {
-  const auto c = catalog_from(file_yaml(entry_yaml("t.old", "x", "    preflight:\n"
-                                                                 "      - {kv_cache_enabled: true, model: 'mimi'}\n"
-                                                                 "      - {dtype: [f16, bf16], layers: 12}\n")));
+  const auto c = catalog_from(file_yaml(entry_yaml("t.old", "x",
+                                                   "    preflight:\n"
+                                                   "      - {kv_cache_enabled: true, model: 'mimi'}\n"
+                                                   "      - {dtype: [f16, bf16], layers: 12}\n")));
   const Entry& e = *c->find("t.old");
   ASSERT_EQ(e.preflight.size(), 2u);
   EXPECT_EQ(e.preflight[0].model, "mimi");
@@ -224,12 +232,13 @@ TEST(Preflight, SnapshotCarriesScopedConditionsAndExamples) {
                                                 "      model: 'llama'\n"
                                                 "      applies_to: {transformers: '>=4.54'}\n"));
   std::string with_examples = yaml;
-  with_examples.replace(with_examples.find("      match: ['x']\n"), 19,
-                        "      match: ['x']\n"
-                        "      preflight:\n"
-                        "        fires: [{generation_config: {n: 7, heads: 2, m: c, k: 1}, model_config: {model_type: llama},\n"
-                        "                 context: {transformers: '4.57'}}]\n"
-                        "        quiet: [{config: {n: 8, heads: 2, m: c, k: 1}}]\n");
+  with_examples.replace(
+      with_examples.find("      match: ['x']\n"), 19,
+      "      match: ['x']\n"
+      "      preflight:\n"
+      "        fires: [{generation_config: {n: 7, heads: 2, m: c, k: 1}, model_config: {model_type: llama},\n"
+      "                 context: {transformers: '4.57'}}]\n"
+      "        quiet: [{config: {n: 8, heads: 2, m: c, k: 1}}]\n");
   const auto original = catalog_from(with_examples);
   const auto copy = CatalogBuilder().add_snapshot(original->snapshot(), "t.snapshot").build();
   const Entry& a = *original->find("t.snap");

@@ -91,7 +91,8 @@ std::string capture_of(const MatchExample& ex, const std::string& name) {
 }
 
 bool all_digits(const std::string& s) {
-  return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); });
+  return !s.empty() &&
+         std::all_of(s.begin(), s.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); });
 }
 
 const char* const kUrl = "https://evil.example/x.sh; rm -rf / #";
@@ -100,7 +101,8 @@ const char* const kUrl = "https://evil.example/x.sh; rm -rf / #";
 // holding the value the message reports (as the layer's config would).
 ConfigTree config_for(const MatchExample& ex) {
   std::string yaml;
-  for (const Capture& c : ex.captures) yaml += c.name + ": " + (all_digits(c.value) ? c.value : "'" + c.value + "'") + "\n";
+  for (const Capture& c : ex.captures)
+    yaml += c.name + ": " + (all_digits(c.value) ? c.value : "'" + c.value + "'") + "\n";
   yaml += "num_heads: 64\n";
   return ConfigTree::parse(yaml);
 }
@@ -132,7 +134,9 @@ std::set<std::string> fed_captures(const Entry& e) {
 std::function<std::string(const std::string&)> spell(const Entry& e, const MatchExample& ex,
                                                      std::function<std::string(const std::string&)> hostile) {
   const std::set<std::string> fed = fed_captures(e);
-  return [&ex, fed, hostile](const std::string& n) { return fed.count(n) ? hostile(capture_of(ex, n)) : capture_of(ex, n); };
+  return [&ex, fed, hostile](const std::string& n) {
+    return fed.count(n) ? hostile(capture_of(ex, n)) : capture_of(ex, n);
+  };
 }
 
 // A permissive policy that pins the keys of the steps before the entry's
@@ -175,7 +179,8 @@ std::vector<std::pair<std::string, std::string>> placements(const std::string& f
        "ValueError: tokenizer exploded on the input\n\n"
        "During handling of the above exception, another exception occurred:\n\n"
        "Traceback (most recent call last):\n  File \"app.py\", line 5, in <module>\n    raise RuntimeError(prompt)\n"
-       "RuntimeError: " + fake + "\n"},
+       "RuntimeError: " +
+           fake + "\n"},
   };
 }
 
@@ -266,9 +271,10 @@ TEST_P(PromptInjection, RealErrorIsStillFixedFromItsCaptures) {
   // The real error, with the same fake quoted in a later chained exception.
   const std::string fake = render(e, spell(e, ex, [](const std::string& v) { return all_digits(v) ? "7" : kUrl; }));
   const std::string frame = "Traceback (most recent call last):\n  File \"app.py\", line 3, in <module>\n    run()\n";
-  const std::string root = ex.text.find('\n') == std::string::npos ? frame + "RuntimeError: " + ex.text + "\n" : ex.text;
-  const std::string chained = root + "\nDuring handling of the above exception, another exception occurred:\n\n" + frame +
-                              "RuntimeError: prompt \"" + fake + "\"\n";
+  const std::string root =
+      ex.text.find('\n') == std::string::npos ? frame + "RuntimeError: " + ex.text + "\n" : ex.text;
+  const std::string chained = root + "\nDuring handling of the above exception, another exception occurred:\n\n" +
+                              frame + "RuntimeError: prompt \"" + fake + "\"\n";
   for (const std::string& message : {ex.text, chained}) {
     SCOPED_TRACE(message);
     const auto d = Catalog::embedded()->diagnose(message, ex.context);
@@ -343,7 +349,8 @@ std::string lint_text(const std::string& entries) {
 std::string device_entry(const std::string& capture_patterns) {
   return "  - id: lib.index_copy.device\n"
          "    template: 'index_copy_(): but got (self) {self_device}, (index) {index_device}, and (source) "
-         "{source_device}'\n" + capture_patterns +
+         "{source_device}'\n" +
+         capture_patterns +
          "    source: {path: a.cpp, line: 1}\n"
          "    error_class: c10::Error\n"
          "    kind: configuration\n"
@@ -402,7 +409,8 @@ TEST(FixValueLint, RefusesALiteralValueItsKeyRejects) {
 // root-cause rule must not turn the catalog's real messages away.
 TEST(RootCause, EveryShippedExampleOfAnEntryWithAFixIsARootCause) {
   for (const auto& e : Catalog::embedded()->entries()) {
-    const bool fixes = std::any_of(e->remediation.begin(), e->remediation.end(), [](const Remediation& r) { return r.fix; });
+    const bool fixes =
+        std::any_of(e->remediation.begin(), e->remediation.end(), [](const Remediation& r) { return r.fix; });
     if (!fixes) continue;
     for (const MatchExample& ex : e->match_examples) {
       const auto d = Catalog::embedded()->diagnose(ex.text, ex.context);

@@ -40,9 +40,10 @@ TEST_P(StatedSites, ReadsTheFirstSiteTheMessageStates) {
 }
 
 const StatedCase kStated[] = {
-    {"c10_what", "Sizes of tensors must match except in dimension 1. Expected size 2 but got size 3 for tensor number 1 "
-                 "in the list.\nException raised from check_cat_shape_except_dim at "
-                 "../aten/src/ATen/native/TensorShape.cpp:89 (most recent call first):\nframe #0: c10::Error::Error",
+    {"c10_what",
+     "Sizes of tensors must match except in dimension 1. Expected size 2 but got size 3 for tensor number 1 "
+     "in the list.\nException raised from check_cat_shape_except_dim at "
+     "../aten/src/ATen/native/TensorShape.cpp:89 (most recent call first):\nframe #0: c10::Error::Error",
      "libtorch", "../aten/src/ATen/native/TensorShape.cpp", 89, "check_cat_shape_except_dim", "c10"},
     {"c10_behind_rank_prefix",
      "[rank0]: Exception raised from operator() at ./build/aten/src/ATen/RegisterCPU.cpp:31034 (most recent call "
@@ -76,20 +77,23 @@ const StatedCase kStated[] = {
      "torch", "torch/nn/functional.py", 5030, "multi_head_attention_forward", "python-frame"},
     {"rust_frame_with_location",
      "Error: shape mismatch\nStack backtrace:\n   0: candle_core::error::Error::bt\n"
-     "             at /root/.cargo/registry/src/index.crates.io-6f17d22bba15001f/candle-core-0.8.0/src/error.rs:246:25\n"
+     "             at "
+     "/root/.cargo/registry/src/index.crates.io-6f17d22bba15001f/candle-core-0.8.0/src/error.rs:246:25\n"
      "   1: candle_core::tensor::Tensor::matmul\n"
-     "             at /root/.cargo/registry/src/index.crates.io-6f17d22bba15001f/candle-core-0.8.0/src/tensor.rs:1200:17\n",
+     "             at "
+     "/root/.cargo/registry/src/index.crates.io-6f17d22bba15001f/candle-core-0.8.0/src/tensor.rs:1200:17\n",
      "candle", "candle-core/src/tensor.rs", 1200, "candle_core::tensor::Tensor::matmul", "rust-frame"},
     {"rust_frame_without_location",
-     "Error: bad\nStack backtrace:\n   0: anyhow::error::x\n   1: candle_transformers::models::glm4::SelfAttention::forward\n",
+     "Error: bad\nStack backtrace:\n   0: anyhow::error::x\n   1: "
+     "candle_transformers::models::glm4::SelfAttention::forward\n",
      "candle", "candle-transformers/src/models/glm4/SelfAttention/forward", 0,
      "candle_transformers::models::glm4::SelfAttention::forward", "rust-frame"},
     {"application_frames_only",
      "Traceback (most recent call last):\n  File \"/srv/app/main.py\", line 3, in <module>\nValueError: nope", "", "",
      0, "", ""},
     {"no_location", "kv_cache_enabled=true is not supported", "", "", 0, "", ""},
-    {"location_without_line", "Exception raised from f at ../aten/src/x.cpp (most recent call first):", "", "", 0,
-     "", ""},
+    {"location_without_line", "Exception raised from f at ../aten/src/x.cpp (most recent call first):", "", "", 0, "",
+     ""},
 };
 
 INSTANTIATE_TEST_SUITE_P(Forms, StatedSites, ::testing::ValuesIn(kStated),
@@ -127,16 +131,15 @@ const FitCase kFits[] = {
      "c10", SiteFit::none},
     {"transformers_src_layout", "src/transformers/generation/utils.py", 1134, "transformers/generation/utils.py", 1134,
      "python-frame", SiteFit::line},
-    {"windows_path", "aten/src/ATen/native/Foo.cpp", 12, "C:\\actions-runner\\pytorch\\aten\\src\\ATen\\native\\Foo.cpp",
-     12, "c10", SiteFit::line},
+    {"windows_path", "aten/src/ATen/native/Foo.cpp", 12,
+     "C:\\actions-runner\\pytorch\\aten\\src\\ATen\\native\\Foo.cpp", 12, "c10", SiteFit::line},
     {"basename_only", "caffe2/serialize/inline_container.cc", 145, "inline_container.cc", 145, "enforce",
      SiteFit::line},
     {"rust_module_path", "candle-transformers/src/models/glm4.rs", 300,
      "candle-transformers/src/models/glm4/SelfAttention/forward", 0, "rust-frame", SiteFit::file},
     {"rust_mod_rs", "candle-nn/src/ops/mod.rs", 1, "candle-nn/src/ops/softmax", 0, "rust-frame", SiteFit::file},
     {"rust_other_module", "candle-nn/src/ops.rs", 1, "candle-nn/src/opsx/softmax", 0, "rust-frame", SiteFit::none},
-    {"rust_crate_root_alone_is_no_fit", "candle-core/src/lib.rs", 1, "candle-core/src", 0, "rust-frame",
-     SiteFit::none},
+    {"rust_crate_root_alone_is_no_fit", "candle-core/src/lib.rs", 1, "candle-core/src", 0, "rust-frame", SiteFit::none},
 };
 
 INSTANTIATE_TEST_SUITE_P(Pins, SiteFits, ::testing::ValuesIn(kFits),
@@ -148,7 +151,8 @@ std::string two_sites_yaml() {
   auto entry = [](const std::string& id, const std::string& tmpl, const std::string& source) {
     return "  - id: " + id + "\n    template: '" + tmpl + "'\n    source: " + source +
            "\n    error_class: c10::Error\n    kind: validation\n    cause: c\n    trigger: t\n"
-           "    remediation:\n      - text: r\n    examples:\n      match: ['" + tmpl + "']\n";
+           "    remediation:\n      - text: r\n    examples:\n      match: ['" +
+           tmpl + "']\n";
   };
   return testing::file_yaml(
       entry("test.a", "expected a square matrix of size {n}", "{path: aten/src/ATen/native/A.cpp, line: 10}") +
@@ -161,14 +165,12 @@ std::string two_sites_yaml() {
 TEST(RaiseSite, StatedLocationBreaksATieBetweenEntries) {
   const CatalogPtr catalog = testing::catalog_from(two_sites_yaml());
   const std::string tail = " (most recent call first):\nframe #0: c10::Error::Error()";
-  const MatchResult at_b =
-      catalog->match("expected a square matrix of size 3\nException raised from f at ../aten/src/ATen/native/B.cpp:20" +
-                     tail);
+  const MatchResult at_b = catalog->match(
+      "expected a square matrix of size 3\nException raised from f at ../aten/src/ATen/native/B.cpp:20" + tail);
   ASSERT_TRUE(at_b.diagnosis);
   EXPECT_EQ(at_b.diagnosis->id(), "test.b");
-  const MatchResult at_a =
-      catalog->match("expected a square matrix of size 3\nException raised from f at ../aten/src/ATen/native/A.cpp:99" +
-                     tail);
+  const MatchResult at_a = catalog->match(
+      "expected a square matrix of size 3\nException raised from f at ../aten/src/ATen/native/A.cpp:99" + tail);
   ASSERT_TRUE(at_a.diagnosis);
   EXPECT_EQ(at_a.diagnosis->id(), "test.a");
   // Nothing stated: the id decides, as before.

@@ -34,9 +34,9 @@ struct Case {
   std::string text;
   std::string repo;
   std::vector<std::string> paths;  // raise.path first, then alt_paths
-  bool expect_claim = true;        // `expect: claim`; false for `expect: none`
-  bool claimed = false;            // recorded as claimed at the raise file today
-  std::string known_wrong;         // reason, when a wrong-file claim is a known catalog bug
+  bool expect_claim = true;  // `expect: claim`; false for `expect: none`
+  bool claimed = false;  // recorded as claimed at the raise file today
+  std::string known_wrong;  // reason, when a wrong-file claim is a known catalog bug
   std::vector<std::string> wrappers;
 };
 
@@ -96,12 +96,14 @@ const Corpus& corpus() {
         if (n["wrappers"])
           for (const auto& w : n["wrappers"]) k.wrappers.push_back(w.as<std::string>());
         if (k.id.empty()) out.problems.push_back(where + ": no `id`");
-        if (k.url.rfind("https://github.com/", 0) != 0) out.problems.push_back(where + ": `url` is not a GitHub URL: '" + k.url + "'");
+        if (k.url.rfind("https://github.com/", 0) != 0)
+          out.problems.push_back(where + ": `url` is not a GitHub URL: '" + k.url + "'");
         if (k.text.empty()) out.problems.push_back(where + ": empty `text`");
         if (k.repo.empty() || k.paths.empty()) out.problems.push_back(where + ": `raise` needs `repo` and `path`");
         if (expect != "claim" && expect != "none")
           out.problems.push_back(where + ": `expect` must be `claim` or `none`, got '" + expect + "'");
-        if (!k.expect_claim && str(n["reason"]).empty()) out.problems.push_back(where + ": `expect: none` needs a `reason`");
+        if (!k.expect_claim && str(n["reason"]).empty())
+          out.problems.push_back(where + ": `expect: none` needs a `reason`");
         if (!k.expect_claim && k.claimed) out.problems.push_back(where + ": `claimed: true` on an `expect: none` case");
         if (k.wrappers.empty()) out.problems.push_back(where + ": no `wrappers`");
         out.cases.push_back(std::move(k));
@@ -163,7 +165,8 @@ TEST(RealWorldCorpus, EveryCaseIsWellFormed) {
   const Corpus& c = corpus();
   for (const auto& p : c.problems) ADD_FAILURE() << p;
   std::set<std::string> seen;
-  for (const auto& k : c.cases) EXPECT_TRUE(seen.insert(gtest_name(k.id)).second) << k.file << ": duplicate case id '" << k.id << "'";
+  for (const auto& k : c.cases)
+    EXPECT_TRUE(seen.insert(gtest_name(k.id)).second) << k.file << ": duplicate case id '" << k.id << "'";
   EXPECT_FALSE(c.cases.empty());
 }
 
@@ -174,9 +177,9 @@ TEST_P(RealWorld, ClaimedOnlyAtItsRaiseFile) {
   const Verdict v = judge(k);
   const std::string raise = k.repo + "/" + k.paths.front();
   if (!k.expect_claim) {
-    EXPECT_EQ(v.outcome, Outcome::unclaimed) << k.id << " (" << k.url << ") is raised at " << raise
-                                             << ", which no entry covers, but " << v.entry_id << " (" << v.entry_path
-                                             << ") claims it";
+    EXPECT_EQ(v.outcome, Outcome::unclaimed)
+        << k.id << " (" << k.url << ") is raised at " << raise << ", which no entry covers, but " << v.entry_id << " ("
+        << v.entry_path << ") claims it";
     return;
   }
   if (!k.known_wrong.empty()) {
@@ -222,9 +225,10 @@ TEST(RealWorldCorpus, ShareClaimedAtRaiseFileStaysAtOrAboveTheRecordedFloor) {
   }
   auto share = [](const Tally& t) { return t.expected ? double(t.at_file) / double(t.expected) : 0.0; };
   for (const auto& [lib, t] : by_lib) {
-    std::printf("realworld %-12s %4zu cases: %4zu/%-4zu claimed at the raise file (%.3f), %zu at a wrong file, "
-                "%zu/%zu no-claim cases unclaimed; %zu claimed but not yet marked `claimed: true`\n",
-                lib.c_str(), t.cases, t.at_file, t.expected, share(t), t.wrong, t.none_ok, t.none, t.newly);
+    std::printf(
+        "realworld %-12s %4zu cases: %4zu/%-4zu claimed at the raise file (%.3f), %zu at a wrong file, "
+        "%zu/%zu no-claim cases unclaimed; %zu claimed but not yet marked `claimed: true`\n",
+        lib.c_str(), t.cases, t.at_file, t.expected, share(t), t.wrong, t.none_ok, t.none, t.newly);
     const auto floor = c.floors.find(lib);
     ASSERT_NE(floor, c.floors.end()) << lib;
     // The floor is written with three decimals; compare at that precision.

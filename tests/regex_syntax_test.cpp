@@ -38,7 +38,7 @@ std::string show(const rx::Tree& t, std::size_t i) {
   switch (n.kind) {
     case rx::Node::Kind::literal: {
       std::string s = n.value >= 0x20 && n.value < 0x7F ? std::string(1, static_cast<char>(n.value))
-                                                         : "#" + std::to_string(n.value);
+                                                        : "#" + std::to_string(n.value);
       if (n.quoted) s += "q";
       if (n.icase) s += "i";
       if (!n.starts_char) s += "+";
@@ -87,8 +87,7 @@ TEST_P(ParseShape, BuildsTheTree) {
 INSTANTIATE_TEST_SUITE_P(
     RegexSyntax, ParseShape,
     ::testing::Values(
-        ShapeCase{"Literals", "ab", "(seq a b)"},
-        ShapeCase{"Alternation", "a|bc|", "(alt a (seq b c) (seq))"},
+        ShapeCase{"Literals", "ab", "(seq a b)"}, ShapeCase{"Alternation", "a|bc|", "(alt a (seq b c) (seq))"},
         ShapeCase{"CountedRepeats", "a{2}b{1,}c{0,3}", "(seq (rep 2,2 a) (rep 1,inf b) (rep 0,3 c))"},
         ShapeCase{"PossessiveAndLazy", "a++b*?", "(seq (rep 1,inf possessive a) (rep 0,inf lazy b))"},
         ShapeCase{"StackedQuantifiers", "a{2}?+", "(rep 1,inf (rep 2,2 lazy a))"},
@@ -149,11 +148,13 @@ INSTANTIATE_TEST_SUITE_P(
                       FailureCase{"QuantifiedComment", "a(?#x)*", 6, "after a comment"},
                       FailureCase{"TooDeep", std::string(rx::kMaxDepth + 1, '(') + std::string(rx::kMaxDepth + 1, ')'),
                                   rx::kMaxDepth + 1, "nest too deeply"},
-                      FailureCase{"DeepConditions", [] {
+                      FailureCase{"DeepConditions",
+                                  [] {
                                     std::string p;
                                     for (int i = 0; i < 100000; ++i) p += "(?";  // (?(?(?...: conditions of conditions
                                     return p;
-                                  }(), 2 * (rx::kMaxDepth + 1), "nest too deeply"}),
+                                  }(),
+                                  2 * (rx::kMaxDepth + 1), "nest too deeply"}),
     [](const auto& info) { return std::string(info.param.name); });
 
 struct SpecificityCase {
@@ -171,23 +172,17 @@ TEST_P(Specificity, CountsMandatoryLiteralCodePoints) {
 
 INSTANTIATE_TEST_SUITE_P(
     RegexSyntax, Specificity,
-    ::testing::Values(SpecificityCase{"Plain", "abc", 3},
-                      SpecificityCase{"EscapedNewline", "line one\\nline two", 17},
-                      SpecificityCase{"HexEscape", "a\\x{01}b", 3},
-                      SpecificityCase{"ShortHexEscape", "\\x41", 1},
-                      SpecificityCase{"NonAscii", "caf\xC3\xA9 failed", 11},
-                      SpecificityCase{"FourByteCharacter", "\xF0\x9F\x98\x80!", 2},
-                      SpecificityCase{"EscapedPunctuation", "a\\.b", 3},
-                      SpecificityCase{"LookAheadsAndBehinds", "(?<=x)a(?!bc)d(?=e)", 2},
-                      SpecificityCase{"TemperedRun", "x(?<a>(?:(?! end)[^\\n])++) end", 5},
-                      SpecificityCase{"OptionalAtoms", "ab?c*d{0,2}e", 2},
-                      SpecificityCase{"OptionalGroup", "(?:abc)?d", 1},
-                      SpecificityCase{"RepeatedAtom", "a+b{3}", 2},
-                      SpecificityCase{"Classes", "[abc]\\d+.x", 1},
-                      SpecificityCase{"BackReferenceName", "(?<n>a)\\k<name>", 1},
-                      SpecificityCase{"EveryBranch", "foo|ba", 5},
-                      SpecificityCase{"Quoted", "\\Qa.b\\E", 3},
-                      SpecificityCase{"Anchors", "^a$", 1}),
+    ::testing::Values(
+        SpecificityCase{"Plain", "abc", 3}, SpecificityCase{"EscapedNewline", "line one\\nline two", 17},
+        SpecificityCase{"HexEscape", "a\\x{01}b", 3}, SpecificityCase{"ShortHexEscape", "\\x41", 1},
+        SpecificityCase{"NonAscii", "caf\xC3\xA9 failed", 11},
+        SpecificityCase{"FourByteCharacter", "\xF0\x9F\x98\x80!", 2}, SpecificityCase{"EscapedPunctuation", "a\\.b", 3},
+        SpecificityCase{"LookAheadsAndBehinds", "(?<=x)a(?!bc)d(?=e)", 2},
+        SpecificityCase{"TemperedRun", "x(?<a>(?:(?! end)[^\\n])++) end", 5},
+        SpecificityCase{"OptionalAtoms", "ab?c*d{0,2}e", 2}, SpecificityCase{"OptionalGroup", "(?:abc)?d", 1},
+        SpecificityCase{"RepeatedAtom", "a+b{3}", 2}, SpecificityCase{"Classes", "[abc]\\d+.x", 1},
+        SpecificityCase{"BackReferenceName", "(?<n>a)\\k<name>", 1}, SpecificityCase{"EveryBranch", "foo|ba", 5},
+        SpecificityCase{"Quoted", "\\Qa.b\\E", 3}, SpecificityCase{"Anchors", "^a$", 1}),
     [](const auto& info) { return std::string(info.param.name); });
 
 // The two messages the matcher and the template code counted differently.
@@ -214,7 +209,8 @@ TEST(RegexSyntax, QuantifiedCommentClaimsNoLiteralBeforeIt) {
 std::size_t code_points(const std::vector<std::string>& texts) {
   std::size_t n = 0;
   for (const std::string& t : texts)
-    n += static_cast<std::size_t>(std::count_if(t.begin(), t.end(), [](char c) { return (static_cast<unsigned char>(c) & 0xC0) != 0x80; }));
+    n += static_cast<std::size_t>(
+        std::count_if(t.begin(), t.end(), [](char c) { return (static_cast<unsigned char>(c) & 0xC0) != 0x80; }));
   return n;
 }
 

@@ -23,11 +23,11 @@ CatalogPtr catalog() {
       testing::kv_cache_entry_yaml("f.kv") +
       testing::fixable_entry_yaml("f.quant", "does not support the quantized cache",
                                   {{"use the dynamic cache", "{set: {cache_implementation: dynamic}, safety: safe}"}}) +
-      testing::fixable_entry_yaml(
-          "f.attn", "attention kernel failed",
-          {{"fall back to manual attention", "{action: fallback, safety: safe}"},
-           {"turn flash attention off, with its cache type",
-            "{set: {use_flash_attn: false}, requires: {kv_cache_dtype: auto}, create: [kv_cache_dtype], safety: safe}"}})));
+      testing::fixable_entry_yaml("f.attn", "attention kernel failed",
+                                  {{"fall back to manual attention", "{action: fallback, safety: safe}"},
+                                   {"turn flash attention off, with its cache type",
+                                    "{set: {use_flash_attn: false}, requires: {kv_cache_dtype: auto}, create: "
+                                    "[kv_cache_dtype], safety: safe}"}})));
   return c;
 }
 
@@ -108,10 +108,10 @@ std::string nested_text(const remediation_error& e) {
 // applied, with something errshim does not know: remediation gives up with
 // the whole history, the first error and the last one both reachable.
 struct RetryFaultCase {
-  const char* name;              // what the retry throws
-  void (*second_failure)();      // throws it
-  const char* last_error;        // the text of the last error, nested in remediation_error
-  const char* reason_mentions;   // in the gave-up decision's reason; nullptr: not checked
+  const char* name;  // what the retry throws
+  void (*second_failure)();  // throws it
+  const char* last_error;  // the text of the last error, nested in remediation_error
+  const char* reason_mentions;  // in the gave-up decision's reason; nullptr: not checked
 };
 
 std::ostream& operator<<(std::ostream& os, const RetryFaultCase& c) { return os << c.name; }
@@ -138,7 +138,7 @@ TEST_P(RemediationFaultsOnRetry, GivesUpKeepingTheWholeHistory) {
     EXPECT_EQ(r.calls, 2);
     ASSERT_EQ(r.errors.size(), 2u);
     EXPECT_EQ(text_of(r.errors.front()), "kv_cache_enabled=true is not supported");  // the original
-    EXPECT_EQ(nested_text(e), c.last_error);                                         // the last
+    EXPECT_EQ(nested_text(e), c.last_error);  // the last
     EXPECT_EQ(outcomes(r), (std::vector<std::string>{"applied:f.kv", "gave-up:f.kv"}));
     if (c.reason_mentions) {
       EXPECT_NE(r.decisions.back().reason.find(c.reason_mentions), std::string::npos);
@@ -156,7 +156,9 @@ const RetryFaultCase kRetryFaults[] = {
 };
 
 INSTANTIATE_TEST_SUITE_P(RemediationFaults, RemediationFaultsOnRetry, ::testing::ValuesIn(kRetryFaults),
-                         [](const ::testing::TestParamInfo<RetryFaultCase>& info) { return std::string(info.param.name); });
+                         [](const ::testing::TestParamInfo<RetryFaultCase>& info) {
+                           return std::string(info.param.name);
+                         });
 
 TEST(RemediationFaults, ADifferentRecognisedErrorOnRetryIsFixedInTurn) {
   const ConfigTree config = ConfigTree::parse("kv_cache_enabled: true\ncache_implementation: quantized\n");
@@ -225,7 +227,9 @@ const ActionFaultCase kActionFaults[] = {
 };
 
 INSTANTIATE_TEST_SUITE_P(RemediationFaults, RemediationFaultsInHostAction, ::testing::ValuesIn(kActionFaults),
-                         [](const ::testing::TestParamInfo<ActionFaultCase>& info) { return std::string(info.param.name); });
+                         [](const ::testing::TestParamInfo<ActionFaultCase>& info) {
+                           return std::string(info.param.name);
+                         });
 
 TEST(RemediationFaults, AnObserverThatThrowsDoesNotBreakRecovery) {
   Policy policy;
@@ -254,9 +258,9 @@ struct ConfigFaultCase {
   std::map<std::string, Value> values;
   std::vector<std::string> refuse;  // keys set() refuses
   bool refuse_assign;
-  const char* error;                      // what the build function throws
-  std::vector<std::string> outcomes;      // of the decisions, in order
-  std::size_t failed_step;                // the decision the refusal is reported in
+  const char* error;  // what the build function throws
+  std::vector<std::string> outcomes;  // of the decisions, in order
+  std::size_t failed_step;  // the decision the refusal is reported in
   const char* reason;
 };
 
@@ -271,7 +275,8 @@ TEST_P(RemediationFaultsInConfig, EndsInAReportNotAChangedConfig) {
   config.refuse_assign = c.refuse_assign;
   const FlatConfig original = config;
   try {
-    remediate(config, [&](const FlatConfig&) -> int { throw ModelError(c.error, 1); }, Policy{}, *catalog());
+    remediate(
+        config, [&](const FlatConfig&) -> int { throw ModelError(c.error, 1); }, Policy{}, *catalog());
     FAIL() << "no remediation_error";
   } catch (const remediation_error& e) {
     const RemediationReport& r = e.report();
@@ -309,7 +314,9 @@ const ConfigFaultCase kConfigFaults[] = {
 };
 
 INSTANTIATE_TEST_SUITE_P(RemediationFaults, RemediationFaultsInConfig, ::testing::ValuesIn(kConfigFaults),
-                         [](const ::testing::TestParamInfo<ConfigFaultCase>& info) { return std::string(info.param.name); });
+                         [](const ::testing::TestParamInfo<ConfigFaultCase>& info) {
+                           return std::string(info.param.name);
+                         });
 
 // The policy rules out every step (no safety class allowed, or the
 // bundle's key denied; the action is not registered): each step is a
@@ -332,8 +339,8 @@ TEST_P(RemediationFaultsUnderPolicy, RefusesEachStepAndKeepsTheOriginal) {
   c.restrict(policy);
   const ConfigTree config = ConfigTree::parse("use_flash_attn: true\n");
   try {
-    remediate(config, [&](const ConfigTree&) -> int { throw ModelError("attention kernel failed", 9); }, policy,
-              *catalog());
+    remediate(
+        config, [&](const ConfigTree&) -> int { throw ModelError("attention kernel failed", 9); }, policy, *catalog());
     FAIL() << "no remediation_error";
   } catch (const remediation_error& e) {
     const RemediationReport& r = e.report();
@@ -355,22 +362,29 @@ TEST_P(RemediationFaultsUnderPolicy, RefusesEachStepAndKeepsTheOriginal) {
 }
 
 const PolicyFaultCase kPolicyFaults[] = {
-    {"NoSafetyClassAllowed", [](Policy& p) { p.allowed.clear(); },
-     {"refused:f.attn", "refused:f.attn", "gave-up:f.attn"}, "safety class 'safe' is not allowed by the policy"},
-    {"BundlesKeyDenied", [](Policy& p) { p.deny_keys = {"use_flash_attn"}; },
-     {"failed:f.attn", "refused:f.attn", "gave-up:f.attn"}, nullptr},
+    {"NoSafetyClassAllowed",
+     [](Policy& p) { p.allowed.clear(); },
+     {"refused:f.attn", "refused:f.attn", "gave-up:f.attn"},
+     "safety class 'safe' is not allowed by the policy"},
+    {"BundlesKeyDenied",
+     [](Policy& p) { p.deny_keys = {"use_flash_attn"}; },
+     {"failed:f.attn", "refused:f.attn", "gave-up:f.attn"},
+     nullptr},
 };
 
 INSTANTIATE_TEST_SUITE_P(RemediationFaults, RemediationFaultsUnderPolicy, ::testing::ValuesIn(kPolicyFaults),
-                         [](const ::testing::TestParamInfo<PolicyFaultCase>& info) { return std::string(info.param.name); });
+                         [](const ::testing::TestParamInfo<PolicyFaultCase>& info) {
+                           return std::string(info.param.name);
+                         });
 
 TEST(RemediationFaults, ModeOffPassesTheOriginalExceptionThroughUntouched) {
   Policy policy;
   policy.mode = Mode::off;
   const ConfigTree config = ConfigTree::parse("kv_cache_enabled: true\n");
   try {
-    remediate(config, [&](const ConfigTree&) -> int { throw ModelError("kv_cache_enabled=true is not supported", 5); },
-              policy, *catalog());
+    remediate(
+        config, [&](const ConfigTree&) -> int { throw ModelError("kv_cache_enabled=true is not supported", 5); },
+        policy, *catalog());
     FAIL() << "nothing thrown";
   } catch (const ModelError& e) {
     EXPECT_EQ(e.id, 5);

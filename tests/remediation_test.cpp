@@ -211,12 +211,14 @@ TEST(Remediate, ManualStepsAreNeverApplied) {
   const Entry* e = catalog()->find("t.kv");
   ASSERT_FALSE(e->remediation[1].fix);  // text-only step: nothing to apply
   // A fix marked manual is refused even when the policy lists manual.
-  auto cat = testing::catalog_from(testing::file_yaml(testing::entry_yaml("t.m", "boom").replace(
-      testing::entry_yaml("t.m", "boom").find("      - text: r\n"), 16,
-      "      - text: r\n        fix: {set: {x: 1}, safety: manual}\n")));
+  auto cat = testing::catalog_from(
+      testing::file_yaml(testing::entry_yaml("t.m", "boom")
+                             .replace(testing::entry_yaml("t.m", "boom").find("      - text: r\n"), 16,
+                                      "      - text: r\n        fix: {set: {x: 1}, safety: manual}\n")));
   const ConfigTree cfg = ConfigTree::parse("x: 0\n");
   try {
-    remediate(cfg, [](const ConfigTree&) -> int { throw layer_error("boom"); }, p, *cat);
+    remediate(
+        cfg, [](const ConfigTree&) -> int { throw layer_error("boom"); }, p, *cat);
     FAIL();
   } catch (const remediation_error& err) {
     EXPECT_NE(err.report().decisions.front().reason.find("needs a person"), std::string::npos);
@@ -351,8 +353,9 @@ TEST(ChangeJson, CarriesWhetherTheKeyWasCreated) {
   c.path = {"generation_config", "cache_implementation"};
   c.after = Value{Value::Type::string, "dynamic"};
   c.created = true;
-  EXPECT_EQ(to_json(c), "{\"path\": \"generation_config.cache_implementation\", \"before\": null, "
-                        "\"after\": \"dynamic\", \"created\": true}");
+  EXPECT_EQ(to_json(c),
+            "{\"path\": \"generation_config.cache_implementation\", \"before\": null, "
+            "\"after\": \"dynamic\", \"created\": true}");
   EXPECT_EQ(to_json(std::vector<Change>{c, c}), "[" + to_json(c) + ", " + to_json(c) + "]");
 }
 
@@ -387,8 +390,9 @@ TEST(Remediate, UnregisteredOrThrowingHostActionFailsTheStepCleanly) {
   p.actions = &actions;
   const ConfigTree cfg = ConfigTree::parse("use_flash_attn: true\nstrict_kernels: true\n");
   try {
-    remediate(cfg, [](const ConfigTree&) -> int { throw layer_error("flash attention needs fp16 cache, got int8"); }, p,
-              *catalog());
+    remediate(
+        cfg, [](const ConfigTree&) -> int { throw layer_error("flash attention needs fp16 cache, got int8"); }, p,
+        *catalog());
     FAIL();
   } catch (const remediation_error& e) {
     const auto& ds = e.report().decisions;
@@ -399,16 +403,18 @@ TEST(Remediate, UnregisteredOrThrowingHostActionFailsTheStepCleanly) {
   EXPECT_FALSE(cfg.get({"half_done"}));  // the caller's config never saw the half-made change
   Policy none;  // no registry at all
   try {
-    remediate(cfg, [](const ConfigTree&) -> int { throw layer_error("flash attention needs fp16 cache, got int8"); },
-              none, *catalog());
+    remediate(
+        cfg, [](const ConfigTree&) -> int { throw layer_error("flash attention needs fp16 cache, got int8"); }, none,
+        *catalog());
   } catch (const remediation_error& e) {
     EXPECT_NE(e.report().decisions[1].reason.find("'fallback-manual-attention' is not registered"), std::string::npos);
   }
 }
 
 TEST(Remediate, UnknownErrorPassesThroughUnchanged) {
-  EXPECT_THROW(remediate(ConfigTree::parse("a: 1\n"), [](const ConfigTree&) -> int { throw std::out_of_range("x"); },
-                         Policy{}, *catalog()),
+  EXPECT_THROW(remediate(
+                   ConfigTree::parse("a: 1\n"), [](const ConfigTree&) -> int { throw std::out_of_range("x"); },
+                   Policy{}, *catalog()),
                std::out_of_range);
 }
 
@@ -451,7 +457,7 @@ TEST(Remediate, DigitsCapturedForATextKeyStayText) {
   const FixChoice choice = choose_fix(d, scratch, Policy{});
   ASSERT_TRUE(choice.step);
   EXPECT_EQ(*scratch.get({"model_tag"}), (Value{Value::Type::string, "123"}));  // the config holds text there
-  EXPECT_EQ(*scratch.get({"revision"}), (Value{Value::Type::integer, "7"}));    // and a number here
+  EXPECT_EQ(*scratch.get({"revision"}), (Value{Value::Type::integer, "7"}));  // and a number here
   ConfigTree fresh = ConfigTree::parse("other: 1\n");
   (void)choose_fix(d, fresh, Policy{});
   EXPECT_EQ(*fresh.get({"model_tag"}), (Value{Value::Type::string, "123"}));  // absent: text, as captured
@@ -504,7 +510,8 @@ TEST(Remediate, HugeBeamCountFromAMessageIsRefused) {
     EXPECT_TRUE(e.report().applied_changes().empty()) << e.report().to_json();
     bool reasoned = false;
     for (const Decision& x : e.report().decisions)
-      reasoned = reasoned || (x.outcome == Decision::Outcome::refused && x.reason.find("[1, 256]") != std::string::npos);
+      reasoned =
+          reasoned || (x.outcome == Decision::Outcome::refused && x.reason.find("[1, 256]") != std::string::npos);
     EXPECT_TRUE(reasoned) << e.report().to_json();
   }
   EXPECT_EQ(calls, 1);
@@ -588,7 +595,6 @@ TEST(Remediate, UnusableFixKeyRefusesItsStepOnly) {
   EXPECT_EQ(scratch.get({"kv_cache_enabled"})->text, "false");
 }
 
-
 TEST(ResolveValue, ConversionsAndErrors) {
   const Diagnosis d = *catalog()->diagnose("head count 8 does not divide [1, 32, 7]");
   EXPECT_EQ(resolve_value({Value::Type::string, "{kv:dim1}"}, d), (Value{Value::Type::integer, "32"}));
@@ -633,12 +639,13 @@ TEST(Remediate, AuditCallbackAndMetrics) {
   p.on_decision = [&](const Decision& d) { audit.push_back(d.to_json()); };
   remediate(ConfigTree::parse("kv_cache_enabled: true\n"), build_metavoice, p, *catalog());
   ASSERT_EQ(audit.size(), 2u);
-  for (const char* field : {"\"time\": \"", "\"attempt\": 1", "\"entry\": \"t.kv\"", "\"step\": 0",
-                            // the fix in the one shape a diagnosis writes it in (json.hpp)
-                            "\"fix\": {\"set\": {\"kv_cache_enabled\": false}, \"safety\": \"slower\", "
-                            "\"reason\": \"same output, slower\"}, \"safety\": \"slower\"",
-                            "\"mode\": \"auto\"", "\"outcome\": \"applied\"",
-                            "\"changes\": [{\"path\": \"kv_cache_enabled\", \"before\": true, \"after\": false, \"created\": false}]"})
+  for (const char* field :
+       {"\"time\": \"", "\"attempt\": 1", "\"entry\": \"t.kv\"", "\"step\": 0",
+        // the fix in the one shape a diagnosis writes it in (json.hpp)
+        "\"fix\": {\"set\": {\"kv_cache_enabled\": false}, \"safety\": \"slower\", "
+        "\"reason\": \"same output, slower\"}, \"safety\": \"slower\"",
+        "\"mode\": \"auto\"", "\"outcome\": \"applied\"",
+        "\"changes\": [{\"path\": \"kv_cache_enabled\", \"before\": true, \"after\": false, \"created\": false}]"})
     EXPECT_NE(audit[0].find(field), std::string::npos) << field << "\n" << audit[0];
   EXPECT_NE(audit[1].find("\"outcome\": \"succeeded\""), std::string::npos);
   EXPECT_EQ(metrics.value("t.kv", Decision::Outcome::applied), 1u);
@@ -664,14 +671,14 @@ TEST(Preflight, ReportsKnownErrorsAheadOnlyWhenTheConfigSaysSo) {
 }
 
 TEST(Preflight, EncoderDecoderByConfigOrByModelName) {
-  const ConfigTree enc = ConfigTree::parse(R"({"is_encoder_decoder": true, "generation_config": {"cache_implementation": "quantized"}})");
+  const ConfigTree enc =
+      ConfigTree::parse(R"({"is_encoder_decoder": true, "generation_config": {"cache_implementation": "quantized"}})");
   ASSERT_EQ(check(enc, *catalog()).size(), 1u);
   const ConfigTree named = ConfigTree::parse("cache_implementation: quantized\n");
   EXPECT_TRUE(check(named, *catalog()).empty());
   EXPECT_EQ(check(named, *catalog(), Context::parse("model=openai/whisper-tiny")).size(), 1u);
   EXPECT_TRUE(check(named, *catalog(), Context::parse("model=meta-llama/Llama-3-8B")).empty());
 }
-
 
 // ---- config kinds, created keys, vocabularies ------------------------------------
 

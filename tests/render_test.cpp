@@ -13,21 +13,21 @@ namespace errshim {
 namespace {
 
 CatalogPtr sdpa_catalog() {
-  static const CatalogPtr c = testing::catalog_from(testing::file_yaml(
-      "  - id: lib.sdpa.head_dim\n"
-      "    template: 'bad head dim {q_head}: q dims {:?}'\n"
-      "    captures: [q_dims]\n"
-      "    source: {path: src/ops.rs, line: 1098, symbol: Sdpa::fwd}\n"
-      "    error_class: candle::Error::Msg\n"
-      "    kind: unsupported-feature\n"
-      "    cause: The kernel has no variant for this head size.\n"
-      "    trigger: A model whose head dim the kernel lacks.\n"
-      "    remediation:\n"
-      "      - text: Use manual attention.\n"
-      "        fix: {action: fallback-manual-attention, safety: safe, reason: same math}\n"
-      "      - text: Switch \"dtype\" to f16.\n"
-      "        fix: {set: {dtype: f16, use_cache: false}, safety: changes-output}\n"
-      "    examples: {match: ['bad head dim 48: q dims [1, 2]']}\n"));
+  static const CatalogPtr c = testing::catalog_from(
+      testing::file_yaml("  - id: lib.sdpa.head_dim\n"
+                         "    template: 'bad head dim {q_head}: q dims {:?}'\n"
+                         "    captures: [q_dims]\n"
+                         "    source: {path: src/ops.rs, line: 1098, symbol: Sdpa::fwd}\n"
+                         "    error_class: candle::Error::Msg\n"
+                         "    kind: unsupported-feature\n"
+                         "    cause: The kernel has no variant for this head size.\n"
+                         "    trigger: A model whose head dim the kernel lacks.\n"
+                         "    remediation:\n"
+                         "      - text: Use manual attention.\n"
+                         "        fix: {action: fallback-manual-attention, safety: safe, reason: same math}\n"
+                         "      - text: Switch \"dtype\" to f16.\n"
+                         "        fix: {set: {dtype: f16, use_cache: false}, safety: changes-output}\n"
+                         "    examples: {match: ['bad head dim 48: q dims [1, 2]']}\n"));
   return c;
 }
 
@@ -49,19 +49,20 @@ TEST(Render, TextFormGolden) {
 }
 
 TEST(Render, JsonFormGolden) {
-  EXPECT_EQ(to_json(sample()),
-            R"({"matched": true, "id": "lib.sdpa.head_dim", )"
-            R"("source": {"repo": "example/repo", "path": "src/ops.rs", "line": 1098, )"
-            R"("commit": "0123456789abcdef0123456789abcdef01234567", "symbol": "Sdpa::fwd", )"
-            R"("url": "https://github.com/example/repo/blob/0123456789abcdef0123456789abcdef01234567/src/ops.rs#L1098"}, )"
-            R"("also_at": [], "library": "test", "error_class": "candle::Error::Msg", "kind": "unsupported-feature", )"
-            R"("severity": "error", "cause": "The kernel has no variant for this head size.", )"
-            R"("trigger": "A model whose head dim the kernel lacks.", "remediation": [)"
-            R"({"step": 0, "text": "Use manual attention.", "fix": {"action": "fallback-manual-attention", "safety": "safe", )"
-            R"("reason": "same math"}}, {"step": 1, "text": "Switch \"dtype\" to f16.", "fix": {"set": {"dtype": "f16", )"
-            R"("use_cache": false}, "safety": "changes-output"}}], )"
-            R"("captures": {"q_head": "48", "q_dims": "[1, 2]"}, )"
-            R"("message": "bad head dim 48: q dims [1, 2]", "exception_class": ""})");
+  EXPECT_EQ(
+      to_json(sample()),
+      R"({"matched": true, "id": "lib.sdpa.head_dim", )"
+      R"("source": {"repo": "example/repo", "path": "src/ops.rs", "line": 1098, )"
+      R"("commit": "0123456789abcdef0123456789abcdef01234567", "symbol": "Sdpa::fwd", )"
+      R"("url": "https://github.com/example/repo/blob/0123456789abcdef0123456789abcdef01234567/src/ops.rs#L1098"}, )"
+      R"("also_at": [], "library": "test", "error_class": "candle::Error::Msg", "kind": "unsupported-feature", )"
+      R"("severity": "error", "cause": "The kernel has no variant for this head size.", )"
+      R"("trigger": "A model whose head dim the kernel lacks.", "remediation": [)"
+      R"({"step": 0, "text": "Use manual attention.", "fix": {"action": "fallback-manual-attention", "safety": "safe", )"
+      R"("reason": "same math"}}, {"step": 1, "text": "Switch \"dtype\" to f16.", "fix": {"set": {"dtype": "f16", )"
+      R"("use_cache": false}, "safety": "changes-output"}}], )"
+      R"("captures": {"q_head": "48", "q_dims": "[1, 2]"}, )"
+      R"("message": "bad head dim 48: q dims [1, 2]", "exception_class": ""})");
 }
 
 TEST(Render, FmtFormattersGiveTextAndJson) {
@@ -145,7 +146,8 @@ TEST(Render, JsonListsEveryPinAndTheOneTheMessageStates) {
                    R"("form": "c10"}, )"),
             std::string::npos)
       << j;
-  EXPECT_NE(j.find(R"("site": {"pin": {"repo": "example/repo", "path": "src/b.rs", "line": 2, )"), std::string::npos) << j;
+  EXPECT_NE(j.find(R"("site": {"pin": {"repo": "example/repo", "path": "src/b.rs", "line": 2, )"), std::string::npos)
+      << j;
   EXPECT_NE(j.find(R"("fit": "line"})"), std::string::npos) << j;
   // Nothing stated: neither field.
   const std::string plain = to_json(prose_sample());
@@ -177,10 +179,12 @@ TEST(Render, ColourHighlightsCapturesAndLinksThePin) {
   TextOptions o;
   o.color = true;
   const std::string t = to_text(prose_sample(), o);
-  EXPECT_NE(t.find("sequence length \x1b[1;33m9000\x1b[0m exceeds cache \x1b[1;33m4096\x1b[0m"), std::string::npos) << t;
-  EXPECT_NE(t.find("\x1b]8;;https://github.com/example/repo/blob/0123456789abcdef0123456789abcdef01234567/src/cache.rs#L42"
-                   "\x1b\\\x1b[1msrc/cache.rs:42\x1b[0m\x1b]8;;\x1b\\"),
-            std::string::npos)
+  EXPECT_NE(t.find("sequence length \x1b[1;33m9000\x1b[0m exceeds cache \x1b[1;33m4096\x1b[0m"), std::string::npos)
+      << t;
+  EXPECT_NE(
+      t.find("\x1b]8;;https://github.com/example/repo/blob/0123456789abcdef0123456789abcdef01234567/src/cache.rs#L42"
+             "\x1b\\\x1b[1msrc/cache.rs:42\x1b[0m\x1b]8;;\x1b\\"),
+      std::string::npos)
       << t;
 }
 

@@ -55,16 +55,16 @@ std::string stats_of(const ScanStats& s) {
 Result reference(const std::string& log, const ScanOptions& options) {
   Result r;
   std::istringstream in(log);
-  r.stats = errshim::reference::scan_reference(in, "x.log", catalog(),
-                                               [&](const ScanBlock& b) { r.blocks.push_back(describe(b)); }, options);
+  r.stats = errshim::reference::scan_reference(
+      in, "x.log", catalog(), [&](const ScanBlock& b) { r.blocks.push_back(describe(b)); }, options);
   return r;
 }
 
 Result fast_stream(const std::string& log, const ScanOptions& options) {
   Result r;
   std::istringstream in(log);
-  r.stats = errshim::scan(in, "x.log", catalog(), [&](const ScanBlock& b) { r.blocks.push_back(describe(b)); },
-                          options);
+  r.stats = errshim::scan(
+      in, "x.log", catalog(), [&](const ScanBlock& b) { r.blocks.push_back(describe(b)); }, options);
   return r;
 }
 
@@ -140,8 +140,8 @@ Written written_stream(const std::string& log, const ScanOptions& options) {
 
 Written written_file(const TempLog& file, const ScanOptions& options, unsigned threads, std::size_t part_bytes) {
   Written w;
-  w.stats = errshim::detail::scan_file_parts(file.path(), catalog(), output_to(w, file.path()), options, threads,
-                                             part_bytes);
+  w.stats =
+      errshim::detail::scan_file_parts(file.path(), catalog(), output_to(w, file.path()), options, threads, part_bytes);
   return w;
 }
 
@@ -155,7 +155,8 @@ void expect_same_bytes(const Result& want, const Written& got, const std::string
 void expect_same(const Result& want, const Result& got, const std::string& how) {
   EXPECT_EQ(stats_of(want.stats), stats_of(got.stats)) << how;
   ASSERT_EQ(want.blocks.size(), got.blocks.size()) << how;
-  for (std::size_t i = 0; i < want.blocks.size(); ++i) EXPECT_EQ(want.blocks[i], got.blocks[i]) << how << " block " << i;
+  for (std::size_t i = 0; i < want.blocks.size(); ++i)
+    EXPECT_EQ(want.blocks[i], got.blocks[i]) << how << " block " << i;
 }
 
 // The stream scan, the mapped serial scan, and parallel scans with splits
@@ -173,7 +174,8 @@ void expect_equivalent(const std::string& log, const ScanOptions& options, const
   expect_same_bytes(want, written_stream(log, options), name + " stream output");
   expect_same_bytes(want, written_file(file, options, 1, 0), name + " file output");
   for (const std::size_t part : {std::size_t{97}, std::size_t{600}})
-    expect_same_bytes(want, written_file(file, options, 2, part), name + " parallel output part " + std::to_string(part));
+    expect_same_bytes(want, written_file(file, options, 2, part),
+                      name + " parallel output part " + std::to_string(part));
   // Without the verdict cache: the cache changes nothing.
   ScanOptions uncached = options;
   uncached.match_cache_entries = 0;
@@ -430,10 +432,10 @@ TEST(ScanEquivalence, SameBlocksAcrossReadBufferBoundaries) {
 // at every alignment, on text dense with markers, near-markers and breaks.
 TEST(ScanCandidates, KernelsAgreeWithTheScalarDefinition) {
   using errshim::detail::CandidateKernel;
-  const std::vector<std::string> pieces = {"err",   "eRr",       "er",        "fatal", "FATAL",     "fata",
-                                           "crItical", "critica", "panic",  "pani", "TraceBack", "traceback",
-                                           "exception", "exceptio", "Terminate", "e\nr", "\x1b", "\nE1", "\rF9",
-                                           "\nE", "E1",  "\n",       "x",       " ",     "execution", "\r"};
+  const std::vector<std::string> pieces = {
+      "err",  "eRr",       "er",        "fatal",     "FATAL",    "fata",      "crItical",  "critica", "panic",
+      "pani", "TraceBack", "traceback", "exception", "exceptio", "Terminate", "e\nr",      "\x1b",    "\nE1",
+      "\rF9", "\nE",       "E1",        "\n",        "x",        " ",         "execution", "\r"};
   std::mt19937_64 rng(5);
   for (int round = 0; round < 400; ++round) {
     std::string text;
@@ -468,8 +470,8 @@ TEST(ScanCandidates, FindsEachMarkerInAnyCaseAndNothingInPlainNoise) {
   std::uint64_t nl = 0;
   EXPECT_EQ(find_candidate(text.data(), text.data() + text.size(), nl), text.size());
   EXPECT_EQ(nl, 50u);
-  for (const std::string marker : {"ERROR", "Error", "fatal", "CRITICAL", "panicked", "Traceback", "Exception",
-                                   "terminate", "\x1b[0m", "E1130"}) {
+  for (const std::string marker :
+       {"ERROR", "Error", "fatal", "CRITICAL", "panicked", "Traceback", "Exception", "terminate", "\x1b[0m", "E1130"}) {
     const std::string t = text + marker + " tail\n" + text;
     EXPECT_EQ(find_candidate(t.data(), t.data() + t.size(), nl), text.size()) << marker;
     EXPECT_EQ(nl, 50u) << marker;

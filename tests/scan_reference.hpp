@@ -27,10 +27,10 @@ constexpr std::size_t npos = sv::npos;
 
 constexpr std::size_t kReadChunk = 64u << 10;
 constexpr std::size_t kMaxMessageLines = 40;  // unmarked lines taken as one message's continuation
-constexpr std::size_t kMaxHeldBlanks = 2;      // blank lines a block may bridge (Python chains use one)
-constexpr std::size_t kLookBackLines = 8;      // lines above "Exception raised from" taken as its message
-constexpr std::size_t kMaxPrefixBytes = 160;   // a longer "prefix" is message text
-constexpr std::size_t kMaxGroupKey = 512;      // bytes of a message used to group unmatched blocks
+constexpr std::size_t kMaxHeldBlanks = 2;  // blank lines a block may bridge (Python chains use one)
+constexpr std::size_t kLookBackLines = 8;  // lines above "Exception raised from" taken as its message
+constexpr std::size_t kMaxPrefixBytes = 160;  // a longer "prefix" is message text
+constexpr std::size_t kMaxGroupKey = 512;  // bytes of a message used to group unmatched blocks
 
 constexpr sv kTracebackHeader = "Traceback (most recent call last):";
 constexpr sv kDirectCause = "The above exception was the direct cause of the following exception:";
@@ -101,7 +101,7 @@ std::size_t timestamp_token(sv s, std::size_t p) {
 
 struct LinePrefix {
   std::size_t length = 0;  // where the message starts (one blank after the last token taken)
-  bool record = false;     // a timestamp or a level: this line is a log record of its own
+  bool record = false;  // a timestamp or a level: this line is a log record of its own
   Level level = Level::none;
 };
 
@@ -203,8 +203,8 @@ LinePrefix read_prefix(sv s) {
       }
       std::size_t r = e;
       while (r < s.size() && is_blank(s[r])) ++r;
-      const bool separated = r > e && r < s.size() && (s[r] == '|' || s[r] == '-') &&
-                             (r + 1 == s.size() || is_blank(s[r + 1]));
+      const bool separated =
+          r > e && r < s.size() && (s[r] == '|' || s[r] == '-') && (r + 1 == s.size() || is_blank(s[r + 1]));
       if (separated && (marked || timestamp)) {
         end = e;  // docker compose "worker-1  |", or "%(name)s - " after a timestamp
       } else if (after_level && marked && !is_upper(c) && e > q + 1 && s[e - 1] == ':' &&
@@ -373,24 +373,24 @@ class BlockText {
 // ------------------------------------------------------------ the scanner
 
 enum class State {
-  py_frames,      // inside a traceback, before the exception line
-  py_message,     // after the exception line: message lines, a chain marker
-  py_chain,       // after a chain marker, before the next traceback
-  rust_message,   // "Error: msg" and any further lines of that message
-  rust_chain,     // "Caused by:" entries, "Stack backtrace:" frames
+  py_frames,  // inside a traceback, before the exception line
+  py_message,  // after the exception line: message lines, a chain marker
+  py_chain,  // after a chain marker, before the next traceback
+  rust_message,  // "Error: msg" and any further lines of that message
+  rust_chain,  // "Caused by:" entries, "Stack backtrace:" frames
   panic_message,  // the panic's message lines
-  panic_frames,   // "stack backtrace:" frames
+  panic_frames,  // "stack backtrace:" frames
   torch_message,  // after "terminate called ...": what() and message lines
-  torch_frames,   // "Exception raised from ..." and "frame #N" lines
-  error_line,     // one error record, which may grow into one of the above
+  torch_frames,  // "Exception raised from ..." and "frame #N" lines
+  error_line,  // one error record, which may grow into one of the above
 };
 
 // What a block does with the line in front of it.
 enum class Verdict {
-  take,      // the line belongs to the block (held blanks too)
+  take,  // the line belongs to the block (held blanks too)
   take_end,  // it belongs, and closes the block
-  hold,      // a blank line: decided by the line after it
-  end,       // the block ended before this line, which is looked at afresh
+  hold,  // a blank line: decided by the line after it
+  end,  // the block ended before this line, which is looked at afresh
 };
 
 class Scanner {
@@ -404,19 +404,13 @@ class Scanner {
     const sv plain = uncoloured(line, scratch_);
     if (open_) {
       switch (next(plain)) {
-        case Verdict::take:
-          take(line, cut);
-          return;
+        case Verdict::take: take(line, cut); return;
         case Verdict::take_end:
           take(line, cut);
           close();
           return;
-        case Verdict::hold:
-          ++held_;
-          return;
-        case Verdict::end:
-          close();
-          break;
+        case Verdict::hold: ++held_; return;
+        case Verdict::end: close(); break;
       }
     }
     start(line, plain, number, cut);
@@ -543,7 +537,8 @@ class Scanner {
       return;
     }
     const bool not_below_error = p.level != Level::other;
-    if (not_below_error && is_rust_error(c)) return open(BlockKind::rust_error, State::rust_message, prefix, line, number, cut);
+    if (not_below_error && is_rust_error(c))
+      return open(BlockKind::rust_error, State::rust_message, prefix, line, number, cut);
     if (p.level == Level::error || (p.level == Level::none && is_exception_line(c)))
       return open(BlockKind::error_line, State::error_line, prefix, line, number, cut);
     // Ordinary log noise. Unprefixed lines are kept for a moment: they may
@@ -624,8 +619,8 @@ class Scanner {
 
 }  // namespace
 
-inline ScanStats scan_reference(std::istream& in, std::string_view file, const Catalog& catalog, const BlockVisitor& visit,
-               const ScanOptions& options) {
+inline ScanStats scan_reference(std::istream& in, std::string_view file, const Catalog& catalog,
+                                const BlockVisitor& visit, const ScanOptions& options) {
   ScanStats stats;
   Scanner scanner(file, catalog, visit, options, stats);
   // Floors that keep a traceback header and its log prefix readable however
@@ -646,7 +641,8 @@ inline ScanStats scan_reference(std::istream& in, std::string_view file, const C
     std::size_t pos = 0;
     while (pos < n) {
       const void* nl = std::memchr(chunk.data() + pos, '\n', n - pos);
-      const std::size_t stop = nl != nullptr ? static_cast<std::size_t>(static_cast<const char*>(nl) - chunk.data()) : n;
+      const std::size_t stop =
+          nl != nullptr ? static_cast<std::size_t>(static_cast<const char*>(nl) - chunk.data()) : n;
       const std::size_t room = max_line > line.size() ? max_line - line.size() : 0;
       const std::size_t piece = std::min(room, stop - pos);
       line.append(chunk.data() + pos, piece);

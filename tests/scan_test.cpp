@@ -67,7 +67,8 @@ std::vector<ScanBlock> scan_text(const std::string& text, errshim::ScanOptions o
                                  errshim::ScanStats* stats = nullptr) {
   std::istringstream in(text);
   std::vector<ScanBlock> blocks;
-  const auto s = errshim::scan(in, "test.log", catalog(), [&](const ScanBlock& b) { blocks.push_back(b); }, options);
+  const auto s = errshim::scan(
+      in, "test.log", catalog(), [&](const ScanBlock& b) { blocks.push_back(b); }, options);
   if (stats != nullptr) *stats = s;
   return blocks;
 }
@@ -287,7 +288,9 @@ TEST(Scan, PythonChainedExceptionsAreOneBlock) {
       "Traceback (most recent call last):\n"
       "  File \"/app/x.py\", line 3, in <module>\n"
       "    generate()\n"
-      "ValueError: " + std::string(kQuantizedMessage) + "\n"
+      "ValueError: " +
+      std::string(kQuantizedMessage) +
+      "\n"
       "\n"
       "The above exception was the direct cause of the following exception:\n"
       "\n"
@@ -363,7 +366,8 @@ TEST(Scan, CrLfLineEndsColoursAndProgressRedraws) {
       "\x1b[2m2026-11-30T10:00:01Z\x1b[0m \x1b[32m INFO\x1b[0m \x1b[2mapp\x1b[0m: retrying\r\n"
       "Traceback (most recent call last):\r\n"
       "  File \"/app/x.py\", line 3, in <module>\r\n"
-      "ValueError: " + std::string(kQuantizedMessage) + "\r\n");
+      "ValueError: " +
+      std::string(kQuantizedMessage) + "\r\n");
   ASSERT_EQ(blocks.size(), 2u);
   EXPECT_EQ(blocks[0].line, 2u);
   EXPECT_EQ(blocks[0].lines, 1u);
@@ -519,8 +523,10 @@ TEST(Scan, JsonLineHasTheExplainFieldsPlusWhere) {
   ASSERT_EQ(unknown.size(), 1u);
   EXPECT_EQ(errshim::to_json(unknown[0]),
             "{\"matched\": false, \"file\": \"test.log\", \"line\": 1, \"lines\": 1, \"kind\": \"error-line\", "
-            "\"fingerprint\": \"" + errshim::fingerprint("KeyError: 'x\"y'").id + "\", \"template\": \"KeyError: 'x\\\"y'\", "
-            "\"text\": \"KeyError: 'x\\\"y'\"}");
+            "\"fingerprint\": \"" +
+                errshim::fingerprint("KeyError: 'x\"y'").id +
+                "\", \"template\": \"KeyError: 'x\\\"y'\", "
+                "\"text\": \"KeyError: 'x\\\"y'\"}");
 }
 
 // ------------------------------------------------------------ scan_file
@@ -532,7 +538,8 @@ TEST(ScanFile, NamesBlocksByPathAndFindsWhatTheStreamScanFinds) {
   std::vector<ScanBlock> blocks;
   errshim::ScanOptions options;
   options.threads = 2;
-  const auto stats = errshim::scan_file(path, catalog(), [&](const ScanBlock& b) { blocks.push_back(b); }, options);
+  const auto stats = errshim::scan_file(
+      path, catalog(), [&](const ScanBlock& b) { blocks.push_back(b); }, options);
   const auto streamed = scan_file("candle.log");
   ASSERT_EQ(blocks.size(), streamed.size());
   for (std::size_t i = 0; i < blocks.size(); ++i) {
@@ -580,7 +587,8 @@ TEST(ScanFile, ProgressEndsAtTheFileSize) {
   std::vector<std::uint64_t> seen;
   errshim::ScanOptions options;
   options.on_progress = [&](std::uint64_t n) { seen.push_back(n); };
-  const auto stats = errshim::scan_file(path, catalog(), [](const ScanBlock&) {}, options);
+  const auto stats = errshim::scan_file(
+      path, catalog(), [](const ScanBlock&) {}, options);
   ASSERT_FALSE(seen.empty());
   EXPECT_EQ(seen.back(), stats.bytes);
   struct stat st {};
@@ -617,12 +625,13 @@ TEST(ScanFile, AVisitorExceptionStopsAParallelScan) {
   errshim::ScanOptions options;
   options.threads = 2;
   int calls = 0;
-  EXPECT_THROW(errshim::scan_file(log.path(), catalog(),
-                                  [&](const ScanBlock&) {
-                                    ++calls;
-                                    throw std::runtime_error("stop");
-                                  },
-                                  options),
+  EXPECT_THROW(errshim::scan_file(
+                   log.path(), catalog(),
+                   [&](const ScanBlock&) {
+                     ++calls;
+                     throw std::runtime_error("stop");
+                   },
+                   options),
                std::runtime_error);
   EXPECT_EQ(calls, 1);
 }

@@ -22,6 +22,7 @@ struct Seed {
 
 const std::vector<Seed>& seeds() {
   static const std::vector<Seed> s = {
+      // clang-format off
       {"MetavoiceKvCache", "candle.metavoice.kv_cache_enabled", "kv_cache_enabled=true is not supported",
        "candle-transformers/src/models/metavoice.rs", 449, {}},
       {"MetavoiceTorchAttn", "candle.metavoice.only_torch_attn", "only TorchAttn is supported",
@@ -44,6 +45,7 @@ const std::vector<Seed>& seeds() {
        "This model does not support the quantized cache. If you want your model to support quantized cache, please "
        "open an issue and tag @zucchini-nlp.",
        "src/transformers/generation/utils.py", 2003, {}},
+      // clang-format on
   };
   return s;
 }
@@ -58,7 +60,8 @@ std::string wrap(Wrap w, const std::string& m) {
       return "Traceback (most recent call last):\n"
              "  File \"/srv/app/serve.py\", line 88, in handle\n"
              "    out = model.generate(**inputs)\n"
-             "ValueError: " + m + "\n";
+             "ValueError: " +
+             m + "\n";
     case Wrap::log_prefix: return "2026-11-30 10:01:42,123 ERROR [worker-3] " + m;
   }
   return m;
@@ -128,8 +131,9 @@ TEST(SeedErrorSiblings, AreNotConfusedWithEachOther) {
                 ->id(),
             "candle.sdpa.unsupported_head_dim");
   EXPECT_FALSE(diagnose("seanet lstm is not supported"));
-  EXPECT_FALSE(diagnose("This model does not support `Cache` instances, it only supports the legacy cache format "
-                        "(tuple of tuples). `cache_implementation` (set to quantized) will be ignored."));
+  EXPECT_FALSE(
+      diagnose("This model does not support `Cache` instances, it only supports the legacy cache format "
+               "(tuple of tuples). `cache_implementation` (set to quantized) will be ignored."));
 }
 
 }  // namespace
@@ -147,8 +151,10 @@ TEST(QuantizedCacheScope, VersionInContextPicksTheExplanation) {
       "cache, please open an issue and tag @zucchini-nlp.";
   const std::string base = "transformers.generation.quantized_cache_unsupported";
   EXPECT_EQ(diagnose(msg)->id(), base);
-  EXPECT_EQ(diagnose(msg, *Catalog::embedded(), Context::parse("transformers=4.57.1"))->id(), base + ".encoder_decoder");
-  EXPECT_EQ(diagnose(msg, *Catalog::embedded(), Context::parse("transformers=4.54.0"))->id(), base + ".encoder_decoder");
+  EXPECT_EQ(diagnose(msg, *Catalog::embedded(), Context::parse("transformers=4.57.1"))->id(),
+            base + ".encoder_decoder");
+  EXPECT_EQ(diagnose(msg, *Catalog::embedded(), Context::parse("transformers=4.54.0"))->id(),
+            base + ".encoder_decoder");
   EXPECT_EQ(diagnose(msg, *Catalog::embedded(), Context::parse("transformers=4.50"))->id(), base + ".model_flag");
   EXPECT_EQ(diagnose(msg, *Catalog::embedded(), Context::parse("device=cuda"))->id(), base);
   // The older text without the tag is its own error.

@@ -29,44 +29,43 @@ using testing::file_yaml;
 
 // Uses every field a catalog entry can carry.
 std::string rich_yaml() {
-  return file_yaml(
-      entry_yaml("t.rich", "head dim {} is not supported for {dtype}",
-                 "    captures: [head]\n"
-                 "    capture_patterns: {head: '\\d+'}\n"
-                 "    also_at:\n"
-                 "      - {path: src/y.rs, line: 20, symbol: Y::check}\n"
-                 "    severity: fatal\n"
-                 "    priority: -2\n"
-                 "    unless: ['cuda:\\d']\n"
-                 "    tags: [a, b]\n"
-                 "    applies_to: {candle: '>=0.5.1,<0.9.0', device: [metal, cuda]}\n"
-                 "    preflight:\n"
-                 "      - {kv_cache_enabled: true, model: 'mimi'}\n"
-                 "      - {dtype: [f16, bf16], layers: 12}\n"
-                 "    imported: true\n") +
-      "  - id: t.fixes\n"
-      "    pattern: '^(?<what>\\w+) overflowed'\n"
-      "    source: {path: src/z.rs, line: 30}\n"
-      "    library: other\n"
-      "    error_class: ValueError\n"
-      "    kind: resource\n"
-      "    cause: c\n"
-      "    trigger: t\n"
-      "    remediation:\n"
-      "      - text: set it\n"
-      "        fix: {set: {kv_repeat: 1, name: '{what}', ratio: 0.5, off: false, quoted: 'false'},\n"
-      "              remove: [x], safety: changes-output, reason: because,\n"
-      "              requires: {kv_cache_enabled: false}, conflicts: {dtype: f32}}\n"
-      "      - text: by hand\n"
-      "        fix: {safety: manual}\n"
-      "      - text: an action\n"
-      "        fix: {action: fallback-manual-attention, safety: safe}\n"
-      "    examples:\n"
-      "      match:\n"
-      "        - text: cache overflowed\n"
-      "          captures: {what: cache}\n"
-      "          context: {device: metal}\n"
-      "      no_match: ['cache did not overflow']\n");
+  return file_yaml(entry_yaml("t.rich", "head dim {} is not supported for {dtype}",
+                              "    captures: [head]\n"
+                              "    capture_patterns: {head: '\\d+'}\n"
+                              "    also_at:\n"
+                              "      - {path: src/y.rs, line: 20, symbol: Y::check}\n"
+                              "    severity: fatal\n"
+                              "    priority: -2\n"
+                              "    unless: ['cuda:\\d']\n"
+                              "    tags: [a, b]\n"
+                              "    applies_to: {candle: '>=0.5.1,<0.9.0', device: [metal, cuda]}\n"
+                              "    preflight:\n"
+                              "      - {kv_cache_enabled: true, model: 'mimi'}\n"
+                              "      - {dtype: [f16, bf16], layers: 12}\n"
+                              "    imported: true\n") +
+                   "  - id: t.fixes\n"
+                   "    pattern: '^(?<what>\\w+) overflowed'\n"
+                   "    source: {path: src/z.rs, line: 30}\n"
+                   "    library: other\n"
+                   "    error_class: ValueError\n"
+                   "    kind: resource\n"
+                   "    cause: c\n"
+                   "    trigger: t\n"
+                   "    remediation:\n"
+                   "      - text: set it\n"
+                   "        fix: {set: {kv_repeat: 1, name: '{what}', ratio: 0.5, off: false, quoted: 'false'},\n"
+                   "              remove: [x], safety: changes-output, reason: because,\n"
+                   "              requires: {kv_cache_enabled: false}, conflicts: {dtype: f32}}\n"
+                   "      - text: by hand\n"
+                   "        fix: {safety: manual}\n"
+                   "      - text: an action\n"
+                   "        fix: {action: fallback-manual-attention, safety: safe}\n"
+                   "    examples:\n"
+                   "      match:\n"
+                   "        - text: cache overflowed\n"
+                   "          captures: {what: cache}\n"
+                   "          context: {device: metal}\n"
+                   "      no_match: ['cache did not overflow']\n");
 }
 
 // Every field of an entry, spelled out, so two entries compare whole.
@@ -131,7 +130,8 @@ TEST(Snapshot, HoldsEveryFieldOfEveryEntry) {
   const std::string bytes = yaml->snapshot();
   const CatalogPtr snap = CatalogBuilder().add_snapshot(bytes).build();
   ASSERT_EQ(snap->size(), yaml->size());
-  for (std::size_t i = 0; i < yaml->size(); ++i) EXPECT_EQ(describe(*snap->entries()[i]), describe(*yaml->entries()[i]));
+  for (std::size_t i = 0; i < yaml->size(); ++i)
+    EXPECT_EQ(describe(*snap->entries()[i]), describe(*yaml->entries()[i]));
   // What the reader reads, the writer writes back byte for byte.
   EXPECT_EQ(snap->snapshot(), bytes);
   // The fields the rich catalog sets are really there (not both empty).
@@ -180,11 +180,13 @@ TEST(Snapshot, TheEmbeddedCatalogIsTheOneInPatterns) {
   ASSERT_EQ(embedded->size(), yaml->size());
   for (std::size_t i = 0; i < yaml->size(); ++i)
     EXPECT_EQ(relative(*embedded->entries()[i]), relative(*yaml->entries()[i]));
-  EXPECT_EQ(embedded->entries().front()->where.file.rfind("patterns/", 0), 0u) << embedded->entries().front()->where.file;
+  EXPECT_EQ(embedded->entries().front()->where.file.rfind("patterns/", 0), 0u)
+      << embedded->entries().front()->where.file;
 }
 
 TEST(Snapshot, IsALayerLikeAnyOther) {
-  const std::string bytes = catalog_from(file_yaml(entry_yaml("t.one", "first message") + entry_yaml("t.two", "second message")))->snapshot();
+  const std::string bytes =
+      catalog_from(file_yaml(entry_yaml("t.one", "first message") + entry_yaml("t.two", "second message")))->snapshot();
   const CatalogPtr cat = CatalogBuilder()
                              .add_snapshot(bytes)
                              .add_yaml(file_yaml(entry_yaml("t.two", "second message, overridden")), "user.yaml")
@@ -204,8 +206,7 @@ TEST(Snapshot, ADamagedSnapshotIsRefusedWithOneProblem) {
     return ::testing::AssertionSuccess();
   };
   // Cut short anywhere: refused, never misread.
-  for (std::size_t n = 0; n < bytes.size(); ++n)
-    ASSERT_TRUE(refused(bytes.substr(0, n), "snapshot")) << "cut at " << n;
+  for (std::size_t n = 0; n < bytes.size(); ++n) ASSERT_TRUE(refused(bytes.substr(0, n), "snapshot")) << "cut at " << n;
   EXPECT_TRUE(refused(bytes + "x", "checksum does not match"));
   EXPECT_TRUE(refused("schema: 1\nentries: []\n", "not a catalog snapshot"));
   std::string other_version = bytes;
@@ -298,8 +299,9 @@ TEST(Snapshot, RecordsTheHashOfItsSource) {
   const CatalogPtr cat = catalog_from(file_yaml(entry_yaml("t.one", "first message")));
   std::vector<Problem> problems;
   const auto plan = detail::plan_matching(cat->entries());
-  EXPECT_EQ(detail::read_snapshot(detail::write_snapshot(cat->entries(), plan, 0x0123456789abcdefull), "s", problems).source,
-            0x0123456789abcdefull);
+  EXPECT_EQ(
+      detail::read_snapshot(detail::write_snapshot(cat->entries(), plan, 0x0123456789abcdefull), "s", problems).source,
+      0x0123456789abcdefull);
   EXPECT_EQ(detail::read_snapshot(cat->snapshot(), "s", problems).source, 0u);  // none given
   EXPECT_TRUE(problems.empty());
 }

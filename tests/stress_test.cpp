@@ -41,8 +41,8 @@ std::string entry(const std::string& id, const std::string& tmpl, const std::str
   return "  - id: " + id + "\n    template: '" + tmpl + "'\n    source: {path: src/s.rs, line: 1}\n" +
          "    error_class: E\n    kind: configuration\n    cause: " + cause + "\n    trigger: t\n" +
          "    remediation:\n      - text: fix it\n" + (fix.empty() ? "" : "        fix: " + fix + "\n") +
-         "    examples:\n      match: [{text: '" + example + "'" + (captures.empty() ? "" : ", captures: {" + captures + "}") +
-         "}]\n";
+         "    examples:\n      match: [{text: '" + example + "'" +
+         (captures.empty() ? "" : ", captures: {" + captures + "}") + "}]\n";
 }
 
 // Two catalogs with the same answers for the messages below: other causes,
@@ -103,9 +103,13 @@ struct Job {
 };
 const std::vector<Job>& jobs() {
   static const std::vector<Job> j = {
-      {"model:\n  n_head: 16\n  kv_cache_enabled: true\n", {"model", "kv_cache_enabled"}, "true",
+      {"model:\n  n_head: 16\n  kv_cache_enabled: true\n",
+       {"model", "kv_cache_enabled"},
+       "true",
        "kv_cache_enabled=true is not supported"},
-      {"{\"cache_implementation\": \"quantized\", \"max_new_tokens\": 64}\n", {"cache_implementation"}, "quantized",
+      {"{\"cache_implementation\": \"quantized\", \"max_new_tokens\": 64}\n",
+       {"cache_implementation"},
+       "quantized",
        "ValueError: This model does not support the quantized cache."},
   };
   return j;
@@ -196,7 +200,8 @@ TEST(Stress, EightThreadsDiagnoseAndRemediateWhileTheCatalogIsReloaded) {
             want = expected_fix[(i / 10) % jobs().size()];
           } else {
             const std::size_t m = i % messages().size();
-            got = (i % 2) ? answer(store.diagnose(messages()[m])) : answer(store.current()->match(messages()[m]).diagnosis);
+            got = (i % 2) ? answer(store.diagnose(messages()[m]))
+                          : answer(store.current()->match(messages()[m]).diagnosis);
             want = expected[m];
           }
           if (got != want) {
@@ -216,8 +221,8 @@ TEST(Stress, EightThreadsDiagnoseAndRemediateWhileTheCatalogIsReloaded) {
   workers_done = true;
   reloader.join();
 
-  std::cout << "[ stress   ] " << done.load() << " operations on " << kThreads << " threads in " << seconds
-            << " s, " << swaps << " catalogs swapped in, " << refusals << " broken reloads refused\n";
+  std::cout << "[ stress   ] " << done.load() << " operations on " << kThreads << " threads in " << seconds << " s, "
+            << swaps << " catalogs swapped in, " << refusals << " broken reloads refused\n";
   EXPECT_EQ(done.load(), operations()) << "operations lost";
   EXPECT_EQ(wrong.load(), 0u) << ::testing::PrintToString(failures);
   EXPECT_EQ(threw.load(), 0u) << ::testing::PrintToString(failures);

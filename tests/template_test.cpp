@@ -28,8 +28,7 @@ std::optional<Captures> search(const CompiledTemplate& ct, const std::string& te
   return out;
 }
 
-std::optional<Captures> search(std::string_view tmpl, const std::string& text,
-                               const Names& names = {},
+std::optional<Captures> search(std::string_view tmpl, const std::string& text, const Names& names = {},
                                const std::map<std::string, std::string>& patterns = {}) {
   return search(compile_template(tmpl, names, patterns), text);
 }
@@ -49,18 +48,18 @@ template_error error_of(std::string_view tmpl, const Names& names = {},
 // ---- real templates -------------------------------------------------------
 
 TEST(Template, MetaSdpaCapturesNamedAndAnonymous) {
-  const auto ct = compile_template(
-      "Meta SDPA does not support q head dim {q_head}: q dims {:?}, k dims {:?}, v dims {:?}.",
-      {"q_dims", "k_dims", "v_dims"});
+  const auto ct =
+      compile_template("Meta SDPA does not support q head dim {q_head}: q dims {:?}, k dims {:?}, v dims {:?}.",
+                       {"q_dims", "k_dims", "v_dims"});
   EXPECT_EQ(ct.capture_names, (Names{"q_head", "q_dims", "k_dims", "v_dims"}));
   const auto c = search(ct,
                         "Meta SDPA does not support q head dim 48: q dims [1, 32, 7, 48], "
                         "k dims [1, 8, 7, 48], v dims [1, 8, 7, 48].");
   ASSERT_TRUE(c);
-  EXPECT_EQ(*c, (Captures{{"q_head", "48"},
-                          {"q_dims", "[1, 32, 7, 48]"},
-                          {"k_dims", "[1, 8, 7, 48]"},
-                          {"v_dims", "[1, 8, 7, 48]"}}));
+  EXPECT_EQ(
+      *c,
+      (Captures{
+          {"q_head", "48"}, {"q_dims", "[1, 32, 7, 48]"}, {"k_dims", "[1, 8, 7, 48]"}, {"v_dims", "[1, 8, 7, 48]"}}));
 }
 
 TEST(Template, RustDebugPlaceholderAtEndRunsToEndOfLine) {
@@ -107,18 +106,15 @@ TEST(Template, PureLiteralTemplateIsEscaped) {
 
 TEST(Template, PythonPercentStringTemplate) {
   // transformers, tokenization_utils.py: logger.warning("...", kwargs)
-  const auto c =
-      search("Keyword arguments %s not recognized.",
-             "Keyword arguments {'add_special_token': True} not recognized.", {"kwargs"});
+  const auto c = search("Keyword arguments %s not recognized.",
+                        "Keyword arguments {'add_special_token': True} not recognized.", {"kwargs"});
   ASSERT_TRUE(c);
   EXPECT_EQ(c->at("kwargs"), "{'add_special_token': True}");
 }
 
 TEST(Template, PythonFStringTemplate) {
-  const auto ct = compile_template(
-      "Setting `pad_token_id` to `eos_token_id`:{eos_token_id} for open-end generation.");
-  const auto c =
-      search(ct, "Setting `pad_token_id` to `eos_token_id`:50256 for open-end generation.");
+  const auto ct = compile_template("Setting `pad_token_id` to `eos_token_id`:{eos_token_id} for open-end generation.");
+  const auto c = search(ct, "Setting `pad_token_id` to `eos_token_id`:50256 for open-end generation.");
   ASSERT_TRUE(c);
   EXPECT_EQ(c->at("eos_token_id"), "50256");
 }
@@ -198,13 +194,11 @@ TEST(Template, ExpressionNamedByLastIdentifier) {
   const auto ct = compile_template(
       "{generation_config.cache_implementation} is not {self.__class__.__name__}; "
       "{len(x)} {type(model).__name__!r} {a.b[0]} {n if n else None} {cfg.hidden_size // 2}");
-  EXPECT_EQ(ct.capture_names,
-            (Names{"cache_implementation", "name", "x", "b", "n", "hidden_size"}));
+  EXPECT_EQ(ct.capture_names, (Names{"cache_implementation", "name", "x", "b", "n", "hidden_size"}));
 }
 
 TEST(Template, ExpressionWithNestedBracketsAndQuotes) {
-  const auto ct =
-      compile_template("a {x[\"a\"]} b {list(dims)} c {d['}:!']} d {f(a, {'k': v})} e {s != t} f");
+  const auto ct = compile_template("a {x[\"a\"]} b {list(dims)} c {d['}:!']} d {f(a, {'k': v})} e {s != t} f");
   EXPECT_EQ(ct.capture_names, (Names{"x", "dims", "d", "v", "t"}));
   const auto c = search(ct, "a 1 b [2, 3] c 4 d 5 e True f");
   ASSERT_TRUE(c);
@@ -253,8 +247,7 @@ TEST(Template, PercentNamedMapping) {
 }
 
 TEST(Template, PercentIntegerMatchesIntegersOnly) {
-  const auto ct = compile_template("got %d heads and %i layers, %.3f loss %x",
-                                   {"heads", "layers", "loss", "mask"});
+  const auto ct = compile_template("got %d heads and %i layers, %.3f loss %x", {"heads", "layers", "loss", "mask"});
   EXPECT_EQ(ct.regex,
             "got (?<heads>-?\\d+) heads and (?<layers>-?\\d+) layers, (?<loss>(?:(?! loss )[^\\n])++) loss "
             "(?<mask>[^\\n]+)");
@@ -404,8 +397,7 @@ TEST(Template, UnbalancedBracketInExpressionThrows) {
 TEST(Template, UnterminatedStringInExpressionThrows) {
   const auto e = error_of("missing { in user's config}");
   EXPECT_EQ(e.offset, 17u);
-  EXPECT_NE(std::string(e.what()).find("unterminated string literal at offset 17"),
-            std::string::npos);
+  EXPECT_NE(std::string(e.what()).find("unterminated string literal at offset 17"), std::string::npos);
 }
 
 TEST(Template, InvalidConversionThrows) {
@@ -417,9 +409,7 @@ TEST(Template, InvalidConversionThrows) {
   EXPECT_EQ(error_of("value {x!rr} here").offset, 8u);
 }
 
-TEST(Template, SelfDocumentingWithoutExpressionThrows) {
-  EXPECT_EQ(error_of("value { =} here").offset, 6u);
-}
+TEST(Template, SelfDocumentingWithoutExpressionThrows) { EXPECT_EQ(error_of("value { =} here").offset, 6u); }
 
 TEST(Template, AnonymousNameCountMismatchThrows) {
   auto e = error_of("a {} b {:?} c %s", {"x", "y"});
@@ -470,8 +460,7 @@ TEST(Template, UnknownCapturePatternThrows) {
 TEST(Template, InvalidCapturePatternThrows) {
   // Compiled alone, a pattern cannot close the capture group early.
   auto e = error_of("dim {q_head} end", {}, {{"q_head", "\\d+)|(.*"}});
-  EXPECT_NE(std::string(e.what()).find("the pattern for 'q_head' is not a valid regex"),
-            std::string::npos);
+  EXPECT_NE(std::string(e.what()).find("the pattern for 'q_head' is not a valid regex"), std::string::npos);
   e = error_of("dim {q_head} end", {}, {{"q_head", ""}});
   EXPECT_STREQ(e.what(), "capture_patterns: the pattern for 'q_head' is empty");
 }

@@ -12,16 +12,19 @@ namespace errshim::testing {
 // exception raised with a prompt that holds a more specific fake error:
 // auto-remediation must fix the first and never write the fake's values.
 inline const std::string kRootCauseThenEchoedFake =
-      "Traceback (most recent call last):\n  File \"app.py\", line 3, in <module>\n    run()\n"
-      "RuntimeError: kv_cache_enabled=true is not supported\n\n"
-      "During handling of the above exception, another exception occurred:\n\n"
-      "Traceback (most recent call last):\n  File \"app.py\", line 5, in <module>\n    raise ValueError(prompt)\n"
-      "ValueError: `num_return_sequences` (999) has to be smaller or equal to `num_beams` (4).\n";
+    "Traceback (most recent call last):\n  File \"app.py\", line 3, in <module>\n    run()\n"
+    "RuntimeError: kv_cache_enabled=true is not supported\n\n"
+    "During handling of the above exception, another exception occurred:\n\n"
+    "Traceback (most recent call last):\n  File \"app.py\", line 5, in <module>\n    raise ValueError(prompt)\n"
+    "ValueError: `num_return_sequences` (999) has to be smaller or equal to `num_beams` (4).\n";
 
 // The keys every test entry has before its remediation list.
 inline std::string entry_head_yaml(const std::string& id, const std::string& tmpl) {
-  return "  - id: " + id + "\n"
-         "    template: '" + tmpl + "'\n"
+  return "  - id: " + id +
+         "\n"
+         "    template: '" +
+         tmpl +
+         "'\n"
          "    source: {path: src/x.rs, line: 10}\n"
          "    error_class: candle::Error::Msg\n"
          "    kind: validation\n"
@@ -40,7 +43,8 @@ inline std::string entry_upto_examples_yaml(const std::string& id, const std::st
 inline std::string entry_yaml(const std::string& id, const std::string& tmpl, const std::string& extra = "") {
   return entry_upto_examples_yaml(id, tmpl) +
          "    examples:\n"
-         "      match: ['" + tmpl + "']\n" + extra;
+         "      match: ['" +
+         tmpl + "']\n" + extra;
 }
 
 // An entry that lints clean: its one match example states the captures it
@@ -50,14 +54,18 @@ inline std::string captured_entry_yaml(const std::string& id, const std::string&
   return entry_upto_examples_yaml(id, tmpl) +
          "    examples:\n"
          "      match:\n"
-         "        - text: '" + example + "'\n"
-         "          captures: " + captures + "\n";
+         "        - text: '" +
+         example +
+         "'\n"
+         "          captures: " +
+         captures + "\n";
 }
 
 // An entry whose pattern may backtrack catastrophically: it builds from text
 // (add_yaml), and lint, add_path and CatalogStore refuse it.
 inline std::string risky_entry_yaml(const std::string& id) {
-  return "  - id: " + id + "\n"
+  return "  - id: " + id +
+         "\n"
          "    pattern: '^(\\w+\\s?)+$'\n"
          "    source: {path: s.rs, line: 1}\n"
          "    error_class: E\n"
@@ -71,7 +79,8 @@ inline std::string risky_entry_yaml(const std::string& id) {
 // candle's kv_cache_enabled error as entry `id`, with one fix (the cache
 // off, safety slower): the smallest entry remediation can act on.
 inline std::string kv_cache_entry_yaml(const std::string& id) {
-  return "  - id: " + id + "\n"
+  return "  - id: " + id +
+         "\n"
          "    template: kv_cache_enabled=true is not supported\n"
          "    source: {path: metavoice.rs, line: 449}\n"
          "    error_class: candle::Error::Msg\n"
@@ -98,15 +107,18 @@ inline std::string fixable_entry_yaml(const std::string& id, const std::string& 
     out += "      - text: " + s.text + "\n";
     if (!s.fix.empty()) out += "        fix: " + s.fix + "\n";
   }
-  return out + "    examples:\n"
-               "      match: ['" + tmpl + "']\n";
+  return out +
+         "    examples:\n"
+         "      match: ['" +
+         tmpl + "']\n";
 }
 
 inline std::string file_yaml(const std::string& entries) {
   return "schema: 1\n"
          "library: test\n"
          "defaults: {repo: example/repo, commit: 0123456789abcdef0123456789abcdef01234567}\n"
-         "entries:\n" + entries;
+         "entries:\n" +
+         entries;
 }
 
 inline CatalogPtr catalog_from(const std::string& yaml, const std::string& name = "test.yaml") {

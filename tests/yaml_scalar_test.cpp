@@ -27,8 +27,8 @@ TEST_P(YamlScalar, ACatalogValueAndAConfigValueResolveAlike) {
                             "}, safety: safe, reason: same output}\n";
   std::string yaml = testing::entry_yaml("test.scalar", "scalar rule", "");
   // Replace the entry's remediation with one whose fix sets k.
-  yaml.replace(yaml.find("    remediation:\n      - text: r\n"), std::string("    remediation:\n      - text: r\n").size(),
-               extra);
+  yaml.replace(yaml.find("    remediation:\n      - text: r\n"),
+               std::string("    remediation:\n      - text: r\n").size(), extra);
   const CatalogPtr c = testing::catalog_from(testing::file_yaml(yaml));
   const Value& from_catalog = c->entries().front()->remediation.front().fix->set.front().second;
   const ConfigTree config = ConfigTree::parse(std::string("k: ") + p.text + "\n");
@@ -39,21 +39,20 @@ TEST_P(YamlScalar, ACatalogValueAndAConfigValueResolveAlike) {
   EXPECT_EQ(from_catalog, *from_config);
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Spellings, YamlScalar,
-    ::testing::Values(Spelling{"TitleCaseTrue", "True", Value::Type::boolean},
-                      Spelling{"UpperFalse", "FALSE", Value::Type::boolean},
-                      Spelling{"SignedInt", "+7", Value::Type::integer},
-                      Spelling{"NegativeInt", "-12", Value::Type::integer},
-                      Spelling{"LeadingDotFloat", ".5", Value::Type::number},
-                      Spelling{"TrailingDotFloat", "3.", Value::Type::number},
-                      Spelling{"Exponent", "1e-3", Value::Type::number},
-                      Spelling{"YamlOneOneYesIsAString", "yes", Value::Type::string},
-                      Spelling{"HexIsAString", "0x1F", Value::Type::string},
-                      Spelling{"QuotedFalseIsAString", "'false'", Value::Type::string},
-                      Spelling{"QuotedIntIsAString", "\"8\"", Value::Type::string},
-                      Spelling{"ExponentWithoutDigitsIsAString", "1e", Value::Type::string}),
-    [](const ::testing::TestParamInfo<Spelling>& i) { return std::string(i.param.name); });
+INSTANTIATE_TEST_SUITE_P(Spellings, YamlScalar,
+                         ::testing::Values(Spelling{"TitleCaseTrue", "True", Value::Type::boolean},
+                                           Spelling{"UpperFalse", "FALSE", Value::Type::boolean},
+                                           Spelling{"SignedInt", "+7", Value::Type::integer},
+                                           Spelling{"NegativeInt", "-12", Value::Type::integer},
+                                           Spelling{"LeadingDotFloat", ".5", Value::Type::number},
+                                           Spelling{"TrailingDotFloat", "3.", Value::Type::number},
+                                           Spelling{"Exponent", "1e-3", Value::Type::number},
+                                           Spelling{"YamlOneOneYesIsAString", "yes", Value::Type::string},
+                                           Spelling{"HexIsAString", "0x1F", Value::Type::string},
+                                           Spelling{"QuotedFalseIsAString", "'false'", Value::Type::string},
+                                           Spelling{"QuotedIntIsAString", "\"8\"", Value::Type::string},
+                                           Spelling{"ExponentWithoutDigitsIsAString", "1e", Value::Type::string}),
+                         [](const ::testing::TestParamInfo<Spelling>& i) { return std::string(i.param.name); });
 
 }  // namespace
 }  // namespace errshim

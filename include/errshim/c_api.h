@@ -46,13 +46,13 @@ extern "C" {
 /* Every function that can fail returns one of these. The values are stable. */
 typedef enum errshim_status {
   ERRSHIM_OK = 0,
-  ERRSHIM_NO_MATCH = 1,         /* the catalog does not recognise the message */
-  ERRSHIM_NO_FIX = 2,           /* recognised, but no fix is allowed on this config */
+  ERRSHIM_NO_MATCH = 1, /* the catalog does not recognise the message */
+  ERRSHIM_NO_FIX = 2, /* recognised, but no fix is allowed on this config */
   ERRSHIM_INVALID_ARGUMENT = 3, /* NULL where a value is needed, bad context or policy text */
-  ERRSHIM_CATALOG_ERROR = 4,    /* a catalog source that does not load (the message lists every problem) */
-  ERRSHIM_CONFIG_ERROR = 5,     /* a config text that does not parse, or cannot take the fix */
+  ERRSHIM_CATALOG_ERROR = 4, /* a catalog source that does not load (the message lists every problem) */
+  ERRSHIM_CONFIG_ERROR = 5, /* a config text that does not parse, or cannot take the fix */
   ERRSHIM_OUT_OF_MEMORY = 6,
-  ERRSHIM_INTERNAL_ERROR = 7    /* a bug in errshim: please report the message */
+  ERRSHIM_INTERNAL_ERROR = 7 /* a bug in errshim: please report the message */
 } errshim_status;
 
 /* "ok", "no-match", ... for logs; never NULL ("unknown" for other values). */
@@ -86,7 +86,7 @@ ERRSHIM_C_EXPORT errshim_status errshim_catalog_add_path(errshim_catalog* catalo
 
 /* Adds a layer from YAML text; `name` (may be NULL) names it in messages. */
 ERRSHIM_C_EXPORT errshim_status errshim_catalog_add_yaml(errshim_catalog* catalog, const char* yaml, size_t length,
-                                                        const char* name, char** error);
+                                                         const char* name, char** error);
 
 /* Number of entries; 0 for NULL. */
 ERRSHIM_C_EXPORT size_t errshim_catalog_size(const errshim_catalog* catalog);
@@ -105,7 +105,7 @@ typedef struct errshim_diagnosis errshim_diagnosis;
  * a handle in *out; on any other status *out is NULL. The lookup is reported
  * to the observers (errshim_observe), as errshim_fix_config's is. */
 ERRSHIM_C_EXPORT errshim_status errshim_diagnose(const errshim_catalog* catalog, const char* message, size_t length,
-                                                const char* context, errshim_diagnosis** out, char** error);
+                                                 const char* context, errshim_diagnosis** out, char** error);
 
 ERRSHIM_C_EXPORT void errshim_diagnosis_free(errshim_diagnosis* diagnosis);
 
@@ -174,19 +174,19 @@ typedef struct errshim_fix errshim_fix;
  * each with a handle in *out (for NO_FIX it tells why each step was refused);
  * on any other status *out is NULL. */
 ERRSHIM_C_EXPORT errshim_status errshim_fix_config(const errshim_catalog* catalog, const char* message,
-                                                  size_t message_length, const char* context, const char* config,
-                                                  size_t config_length, const char* allowed, const char* pinned,
-                                                  errshim_fix** out, char** error);
+                                                   size_t message_length, const char* context, const char* config,
+                                                   size_t config_length, const char* allowed, const char* pinned,
+                                                   errshim_fix** out, char** error);
 
 /* The same, never applying the steps in `skip` (a comma list of 0-based step
  * numbers of the matched entry, NULL or "": none): those a caller's own retry
  * loop applied before, so the next allowed step is chosen instead (as the
  * C++ remediate() does). */
 ERRSHIM_C_EXPORT errshim_status errshim_fix_config_skipping(const errshim_catalog* catalog, const char* message,
-                                                           size_t message_length, const char* context,
-                                                           const char* config, size_t config_length,
-                                                           const char* allowed, const char* pinned, const char* skip,
-                                                           errshim_fix** out, char** error);
+                                                            size_t message_length, const char* context,
+                                                            const char* config, size_t config_length,
+                                                            const char* allowed, const char* pinned, const char* skip,
+                                                            errshim_fix** out, char** error);
 
 ERRSHIM_C_EXPORT void errshim_fix_free(errshim_fix* fix);
 
@@ -217,27 +217,27 @@ ERRSHIM_C_EXPORT char* errshim_fix_json(const errshim_fix* fix);
 
 /* Where a lookup was made (errshim::LookupSite). The values are stable. */
 typedef enum errshim_lookup_site {
-  ERRSHIM_SITE_GUARD = 0,              /* C++ errshim::guard */
+  ERRSHIM_SITE_GUARD = 0, /* C++ errshim::guard */
   ERRSHIM_SITE_RETHROW_TRANSLATED = 1, /* C++ errshim::rethrow_translated */
-  ERRSHIM_SITE_REMEDIATE = 2,          /* C++ errshim::remediate, the error of a failed call */
-  ERRSHIM_SITE_DIAGNOSE = 3,           /* C++ errshim::diagnose */
-  ERRSHIM_SITE_C_DIAGNOSE = 4,         /* errshim_diagnose */
-  ERRSHIM_SITE_C_FIX_CONFIG = 5        /* errshim_fix_config */
+  ERRSHIM_SITE_REMEDIATE = 2, /* C++ errshim::remediate, the error of a failed call */
+  ERRSHIM_SITE_DIAGNOSE = 3, /* C++ errshim::diagnose */
+  ERRSHIM_SITE_C_DIAGNOSE = 4, /* errshim_diagnose */
+  ERRSHIM_SITE_C_FIX_CONFIG = 5 /* errshim_fix_config */
 } errshim_lookup_site;
 
 /* One catalog lookup, as an observer sees it. Every pointer is lent for the
  * duration of the callback only: copy what you keep. Later versions may add
  * fields at the end. */
 typedef struct errshim_lookup {
-  const char* message;       /* the text looked up (not NUL-terminated: use message_length) */
+  const char* message; /* the text looked up (not NUL-terminated: use message_length) */
   size_t message_length;
-  const char* entry_id;      /* the entry that matched, NUL-terminated; NULL when unrecognised */
-  const char* fingerprint;   /* unrecognised: its fingerprint (16 hex digits, equal for every worker's
-                                copy of one error; `errshim scan --json` gives the same); NULL when matched */
+  const char* entry_id; /* the entry that matched, NUL-terminated; NULL when unrecognised */
+  const char* fingerprint; /* unrecognised: its fingerprint (16 hex digits, equal for every worker's
+                              copy of one error; `errshim scan --json` gives the same); NULL when matched */
   const char* fingerprint_text; /* unrecognised: the message the fingerprint hashes, its variable parts
                                    masked ("RuntimeError: shard <num> lost"); NULL when matched */
-  int site;                  /* an errshim_lookup_site */
-  long long elapsed_ns;      /* the lookup alone, in nanoseconds */
+  int site; /* an errshim_lookup_site */
+  long long elapsed_ns; /* the lookup alone, in nanoseconds */
 } errshim_lookup;
 
 typedef void (*errshim_lookup_callback)(const errshim_lookup* lookup, void* user_data);
@@ -254,7 +254,7 @@ typedef struct errshim_observer errshim_observer;
  * is caught and ignored, and the lookup's result is the same as with no
  * observer. Lookups the callback makes itself are not reported. */
 ERRSHIM_C_EXPORT errshim_status errshim_observe(errshim_lookup_callback callback, void* user_data,
-                                               errshim_observer** out, char** error);
+                                                errshim_observer** out, char** error);
 
 /* Unregisters the observer. When it returns, the callback is not running on
  * another thread and is not called again, so `user_data` may be freed (called

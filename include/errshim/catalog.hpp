@@ -32,19 +32,19 @@ struct Location {
 
 // Where the error is raised upstream, pinned to a commit.
 struct SourcePin {
-  std::string repo;    // "huggingface/candle"
-  std::string path;    // "candle-transformers/src/models/metavoice.rs"
-  int line = 0;        // line of the bail!/raise
+  std::string repo;  // "huggingface/candle"
+  std::string path;  // "candle-transformers/src/models/metavoice.rs"
+  int line = 0;  // line of the bail!/raise
   std::string commit;  // full or abbreviated sha the line was read at
   std::string symbol;  // enclosing function, "SelfAttention::new"
 };
 
 // How much an automatic fix may change what the model computes.
 enum class Safety {
-  safe,            // results unchanged
-  slower,          // results unchanged, costs speed or memory
+  safe,  // results unchanged
+  slower,  // results unchanged, costs speed or memory
   changes_output,  // may change what the model computes
-  manual,          // needs a person (rebuild, other hardware); never automatic
+  manual,  // needs a person (rebuild, other hardware); never automatic
 };
 std::string_view to_string(Safety) noexcept;
 std::optional<Safety> parse_safety(std::string_view) noexcept;
@@ -52,12 +52,12 @@ std::optional<Safety> parse_safety(std::string_view) noexcept;
 // A machine-readable config change attached to a remediation step.
 struct Fix {
   std::vector<std::pair<std::string, Value>> set;  // key (or dotted path) -> value, in order
-  std::vector<std::string> remove;                 // keys to delete
-  std::string action;                              // host-registered action name, e.g. "fallback-manual-attention"
+  std::vector<std::string> remove;  // keys to delete
+  std::string action;  // host-registered action name, e.g. "fallback-manual-attention"
   Safety safety = Safety::manual;
-  std::string reason;                              // one line: why this safety class
+  std::string reason;  // one line: why this safety class
   std::vector<std::pair<std::string, Value>> requires_set;  // bundle: must change together
-  std::vector<std::pair<std::string, Value>> conflicts;     // bundle: refuses when a key holds this value
+  std::vector<std::pair<std::string, Value>> conflicts;  // bundle: refuses when a key holds this value
   // The config kinds this fix applies to ("model-config", "generation-config",
   // "from-pretrained-kwargs", "generate-kwargs", "candle-config", "host-config");
   // empty: any. A config of another kind refuses the step.
@@ -80,8 +80,8 @@ struct Remediation {
 
 // Which of the user's configs a preflight condition reads its keys from.
 enum class PreflightSource : std::uint8_t {
-  any,         // whichever config holds the key
-  model,       // the model's config.json (model_type, architectures, ...)
+  any,  // whichever config holds the key
+  model,  // the model's config.json (model_type, architectures, ...)
   generation,  // generation_config.json
 };
 
@@ -91,7 +91,7 @@ enum class PreflightSource : std::uint8_t {
 // same config, whose value is compared against.
 struct PreflightTest {
   enum class Op : std::uint8_t { not_in, gt, ge, lt, le, not_multiple_of };
-  std::string key;            // key or dotted path
+  std::string key;  // key or dotted path
   Op op = Op::not_in;
   std::vector<Value> values;  // not_in: any number of values; the others: exactly one operand
 };
@@ -106,10 +106,10 @@ struct PreflightTest {
 // Used by preflight checks.
 struct PreflightCondition {
   std::vector<std::pair<std::string, std::vector<Value>>> keys;  // key or dotted path -> any of
-  std::string model;                                              // regex, may be empty
+  std::string model;  // regex, may be empty
   std::vector<PreflightTest> tests;
   PreflightSource config = PreflightSource::any;
-  std::vector<std::string> model_types;    // config.json `model_type`, any of
+  std::vector<std::string> model_types;  // config.json `model_type`, any of
   std::vector<std::string> architectures;  // config.json `architectures`, any element any of
   std::vector<ScopeCondition> applies_to;  // confirmed by the context, or the condition does not hold
 };
@@ -119,17 +119,17 @@ struct PreflightCondition {
 // config is stored as JSON text; an empty one is not given.
 struct PreflightExample {
   bool fires = true;
-  std::string config;             // a config of no stated kind (the host's own)
-  std::string model_config;       // config.json
+  std::string config;  // a config of no stated kind (the host's own)
+  std::string model_config;  // config.json
   std::string generation_config;  // generation_config.json
-  Context context;                // e.g. model=NAME, transformers=4.57
+  Context context;  // e.g. model=NAME, transformers=4.57
   Location where;
 };
 
 struct MatchExample {
   std::string text;
   std::vector<Capture> captures;  // expected; only the ones listed are checked
-  Context context;                // the context the example is matched in
+  Context context;  // the context the example is matched in
   Location where;
 };
 
@@ -142,15 +142,15 @@ struct NoMatchExample {
 struct Entry {
   std::string id;  // stable, dotted: "candle.metavoice.kv_cache_enabled"
   std::string template_text;  // the upstream message with its placeholders, or empty
-  std::string pattern;        // the Boost.Regex errshim matches with (compiled from the template)
+  std::string pattern;  // the Boost.Regex errshim matches with (compiled from the template)
   std::vector<std::string> capture_names;  // in order of appearance
   SourcePin source;
   std::vector<SourcePin> also_at;  // other places that raise the same text
-  std::string library;             // "candle", "transformers", "libtorch"
-  std::string error_class;         // "candle::Error::Msg", "ValueError"
-  std::string kind;                // validation, unsupported-feature, resource, ...
+  std::string library;  // "candle", "transformers", "libtorch"
+  std::string error_class;  // "candle::Error::Msg", "ValueError"
+  std::string kind;  // validation, unsupported-feature, resource, ...
   std::string severity = "error";
-  std::string cause;    // what the error means
+  std::string cause;  // what the error means
   std::string trigger;  // what makes it happen
   std::vector<Remediation> remediation;  // ordered: most likely to work first
   std::vector<std::string> tags;
@@ -161,8 +161,8 @@ struct Entry {
   std::vector<ScopeCondition> applies_to;  // library versions, device, backend; empty = general
   std::vector<PreflightCondition> preflight;  // any of these configs will hit this error
   std::vector<PreflightExample> preflight_examples;  // configs that must / must not meet `preflight`
-  bool imported = false;            // text came from an importer, not written by us
-  Location where;                   // the entry's position in its file
+  bool imported = false;  // text came from an importer, not written by us
+  Location where;  // the entry's position in its file
 };
 
 // A problem found in a catalog, with enough position to fix it.
@@ -244,7 +244,7 @@ class Catalog {
   // then the earliest match in that segment; last, the smallest id. The rule
   // is total, so the result is deterministic.
   [[nodiscard]] MatchResult match(std::string_view message, const Context& context = {},
-                    const MatchOptions& options = {}) const noexcept;
+                                  const MatchOptions& options = {}) const noexcept;
   [[nodiscard]] std::optional<Diagnosis> diagnose(std::string_view message, const Context& context = {}) const noexcept;
 
   // Whether this one entry's pattern (and not its `unless` list) claims some

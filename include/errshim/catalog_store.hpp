@@ -40,13 +40,13 @@ struct ReloadOptions {
 
 struct ReloadReport {
   enum class Outcome {
-    swapped,    // the new catalog is current
-    refused,    // it did not build or did not lint clean: the old one stays
+    swapped,  // the new catalog is current
+    refused,  // it did not build or did not lint clean: the old one stays
     unchanged,  // reload_if_changed: no file changed, nothing was loaded
   };
   Outcome outcome = Outcome::unchanged;
-  std::uint64_t generation = 0;   // the store's generation after the call
-  std::size_t entries = 0;        // entries of the catalog now current
+  std::uint64_t generation = 0;  // the store's generation after the call
+  std::size_t entries = 0;  // entries of the catalog now current
   std::vector<Problem> problems;  // why it was refused, or lint problems accepted
 
   bool ok() const noexcept { return outcome != Outcome::refused; }
@@ -100,7 +100,7 @@ class CatalogStore {
                                    const ReloadOptions& options);
 
   std::shared_ptr<const Snapshot> snapshot_;  // read and replaced with std::atomic_load / atomic_store
-  std::mutex reload_mutex_;                   // one reload at a time; readers never take it
+  std::mutex reload_mutex_;  // one reload at a time; readers never take it
   std::vector<std::filesystem::path> paths_;  // of the last reload_paths (under reload_mutex_)
   bool with_embedded_ = true;
   std::unique_ptr<Watched> watched_;  // their fingerprint when last loaded

@@ -2,9 +2,8 @@
 // top or nested, that a fix can find, read, set and remove.
 //
 // Two kinds are provided: ConfigTree (a YAML or JSON document, written back
-// as it was given but for the bytes of the values a fix changed) and TypedConfig<T> (a C++ struct whose members the host binds to
-// names once). Both are values: remediation works on copies and never
-// changes the caller's object.
+// as it was given but for the bytes of the values a fix changed) and TypedConfig<T> (a C++ struct whose members the
+// host binds to names once). Both are values: remediation works on copies and never changes the caller's object.
 #pragma once
 
 #include <filesystem>
@@ -32,13 +31,13 @@ KeyPath parse_key_path(std::string_view dotted);
 // mean anything there (transformers never reads attn_implementation from
 // generation_config.json) and how values are spelled.
 enum class ConfigKind {
-  unknown,                 // not known: no key is ruled out by kind
-  model_config,            // a model's config.json (transformers PretrainedConfig)
-  generation_config,       // generation_config.json (transformers GenerationConfig)
+  unknown,  // not known: no key is ruled out by kind
+  model_config,  // a model's config.json (transformers PretrainedConfig)
+  generation_config,  // generation_config.json (transformers GenerationConfig)
   from_pretrained_kwargs,  // keyword arguments of from_pretrained()
-  generate_kwargs,         // keyword arguments of generate()
-  candle_config,           // a candle model's Config (serde from config.json)
-  host_config,             // the host program's own typed config
+  generate_kwargs,  // keyword arguments of generate()
+  candle_config,  // a candle model's Config (serde from config.json)
+  host_config,  // the host program's own typed config
 };
 // "model-config", "generation-config", "from-pretrained-kwargs",
 // "generate-kwargs", "candle-config", "host-config", "unknown".

@@ -29,7 +29,7 @@ struct Context {
 // values ("device" {"metal"}).
 struct ScopeCondition {
   std::string key;
-  std::string range;                // version range, when given
+  std::string range;  // version range, when given
   std::vector<std::string> any_of;  // accepted values, otherwise
 };
 

@@ -24,12 +24,12 @@ struct Capture {
 struct Diagnosis {
   std::shared_ptr<const Entry> entry;
   std::vector<Capture> captures;  // in the order the placeholders appear
-  std::string matched;            // the part of the message the pattern matched
-  std::string segment;            // the normalised message it was found in
-  std::string exception_class;    // from the wrapper, when it named one ("ValueError")
-  std::string raw;                // the message as given (capped at the input limit)
+  std::string matched;  // the part of the message the pattern matched
+  std::string segment;  // the normalised message it was found in
+  std::string exception_class;  // from the wrapper, when it named one ("ValueError")
+  std::string raw;  // the message as given (capped at the input limit)
   std::size_t segment_index = 0;  // which normalised segment: 0 is the root cause (normalize.hpp)
-  std::size_t offset = 0;         // where the match starts in `segment`
+  std::size_t offset = 0;  // where the match starts in `segment`
 
   // The captured value of `name`, or nullptr.
   const std::string* capture(std::string_view name) const noexcept;

@@ -33,8 +33,8 @@ std::string draft_entry(std::string_view message, const DraftOptions& options = 
 struct DraftGroup {
   std::string fingerprint;  // Fingerprint::id
   std::uint64_t count = 0;  // blocks with this fingerprint
-  std::string message;      // the first block's text
-  std::string file;         // where the first block is
+  std::string message;  // the first block's text
+  std::string file;  // where the first block is
   std::uint64_t line = 0;
 };
 

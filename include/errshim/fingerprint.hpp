@@ -17,7 +17,7 @@
 namespace errshim {
 
 struct Fingerprint {
-  std::string id;    // 16 hex digits, a hash of `text`
+  std::string id;  // 16 hex digits, a hash of `text`
   std::string text;  // "RuntimeError: shard <num> lost its KV block at <hex>" (at most 512 bytes)
 };
 

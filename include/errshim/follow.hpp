@@ -69,7 +69,7 @@ class BlockFollower {
   struct Line {
     std::string text;
     std::uint64_t number;  // in its file, 1-based
-    bool cut;              // longer than max_line_bytes: the rest was skipped
+    bool cut;  // longer than max_line_bytes: the rest was skipped
   };
 
   void add_line(std::string text, bool cut);
@@ -88,7 +88,7 @@ class BlockFollower {
   std::string partial_;  // bytes of a line whose '\n' has not arrived
   bool partial_cut_ = false;
   std::uint64_t next_line_ = 1;
-  bool open_ = false;    // the last scan ended inside a block: it may still grow
+  bool open_ = false;  // the last scan ended inside a block: it may still grow
   Clock::time_point last_input_{};
 };
 

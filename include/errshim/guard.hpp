@@ -78,7 +78,8 @@ std::invoke_result_t<F&> guard(F&& f) {
 
 // Diagnoses an error string (from a C API, an FFI boundary, a worker's
 // stderr). Never throws: a broken input is simply not matched.
-[[nodiscard]] std::optional<Diagnosis> diagnose(std::string_view message, const Catalog& catalog, const Context& context = {}) noexcept;
+[[nodiscard]] std::optional<Diagnosis> diagnose(std::string_view message, const Catalog& catalog,
+                                                const Context& context = {}) noexcept;
 [[nodiscard]] std::optional<Diagnosis> diagnose(std::string_view message) noexcept;  // the embedded catalog
 
 }  // namespace errshim

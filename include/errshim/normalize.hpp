@@ -9,13 +9,13 @@
 namespace errshim {
 
 // Bounds on the work the translation path does on one message.
-inline constexpr std::size_t kMaxInputBytes = 1u << 20;    // larger input: head and tail kept
+inline constexpr std::size_t kMaxInputBytes = 1u << 20;  // larger input: head and tail kept
 inline constexpr std::size_t kMaxSegmentBytes = 16u << 10;  // one error message
 inline constexpr std::size_t kMaxSegments = 32;
 
 // One error message found in the input.
 struct Segment {
-  std::string text;             // the message alone: no "ValueError: ", no "Error: ", no log prefix
+  std::string text;  // the message alone: no "ValueError: ", no "Error: ", no log prefix
   std::string exception_class;  // "ValueError", "c10::Error", "" when the wrapper names none
 };
 

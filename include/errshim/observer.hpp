@@ -32,12 +32,12 @@ namespace errshim {
 
 // Where a lookup was made.
 enum class LookupSite {
-  guard,               // errshim::guard(f, ...)
+  guard,  // errshim::guard(f, ...)
   rethrow_translated,  // errshim::rethrow_translated(...) called by the host in its own catch block
-  remediate,           // errshim::remediate(): the error of a failed call
-  diagnose,            // errshim::diagnose(message, ...)
-  c_api_diagnose,      // errshim_diagnose() (the Python package's diagnose, explain and translate)
-  c_api_fix_config,    // errshim_fix_config()
+  remediate,  // errshim::remediate(): the error of a failed call
+  diagnose,  // errshim::diagnose(message, ...)
+  c_api_diagnose,  // errshim_diagnose() (the Python package's diagnose, explain and translate)
+  c_api_fix_config,  // errshim_fix_config()
 };
 // "guard", "rethrow_translated", "remediate", "diagnose", "c_api_diagnose", "c_api_fix_config".
 std::string_view to_string(LookupSite site) noexcept;
@@ -45,9 +45,9 @@ std::string_view to_string(LookupSite site) noexcept;
 // One catalog lookup. Everything it points to is valid during the observer's
 // call only: copy what you keep.
 struct MatchEvent {
-  std::string_view text;                 // what was matched: what() and its nested chain, or the message
+  std::string_view text;  // what was matched: what() and its nested chain, or the message
   const Diagnosis* diagnosis = nullptr;  // null: the catalog does not know the error
-  std::chrono::nanoseconds elapsed{0};   // the lookup alone
+  std::chrono::nanoseconds elapsed{0};  // the lookup alone
   LookupSite site = LookupSite::remediate;
   // What went wrong while matching without stopping it (an entry hit the
   // regex complexity limit, the input was cut to the size cap): the host's

@@ -48,8 +48,7 @@ struct PrometheusOptions {
   // first ones seen keep their series (a counter never moves to another).
   std::size_t fingerprint_buckets = 16;
   // Upper bounds, in seconds, of errshim_match_duration_seconds.
-  std::vector<double> latency_buckets = {1e-6, 2.5e-6, 5e-6, 1e-5, 2.5e-5, 5e-5, 1e-4,
-                                         2.5e-4, 5e-4, 1e-3, 1e-2, 1e-1};
+  std::vector<double> latency_buckets = {1e-6, 2.5e-6, 5e-6, 1e-5, 2.5e-5, 5e-5, 1e-4, 2.5e-4, 5e-4, 1e-3, 1e-2, 1e-1};
 };
 
 // The labels an error errshim does not recognise is counted under: the

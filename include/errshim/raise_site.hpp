@@ -23,11 +23,11 @@ struct SourcePin;  // errshim/catalog.hpp
 
 // One place a message says it was raised from, as the message spells it.
 struct StatedSite {
-  std::string library;   // "libtorch", "torch", "transformers", "candle"
-  std::string path;      // "../aten/src/ATen/native/TensorShape.cpp", "candle-core/src/tensor.rs"
-  int line = 0;          // 0: the message names no line (a bare Rust frame)
+  std::string library;  // "libtorch", "torch", "transformers", "candle"
+  std::string path;  // "../aten/src/ATen/native/TensorShape.cpp", "candle-core/src/tensor.rs"
+  int line = 0;  // 0: the message names no line (a bare Rust frame)
   std::string function;  // "check_cat_shape_except_dim", "candle_nn::ops::softmax", may be empty
-  std::string form;      // "c10", "warning", "enforce", "rust-frame", "python-frame"
+  std::string form;  // "c10", "warning", "enforce", "rust-frame", "python-frame"
 };
 
 // How well a stated site agrees with a pin.

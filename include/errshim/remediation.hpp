@@ -35,9 +35,9 @@ namespace errshim {
 class Metrics;
 
 enum class Mode {
-  off,        // errshim stays out of the way: errors pass through untouched
-  explain,    // enrich errors, change nothing
-  suggest,    // dry run: report the fix that would be applied, change nothing
+  off,  // errshim stays out of the way: errors pass through untouched
+  explain,  // enrich errors, change nothing
+  suggest,  // dry run: report the fix that would be applied, change nothing
   automatic,  // apply allowed fixes and retry
 };
 std::string_view to_string(Mode) noexcept;
@@ -61,7 +61,7 @@ class ActionRegistry {
 struct Change {
   KeyPath path;
   std::optional<Value> before;  // nullopt: the key was absent
-  std::optional<Value> after;   // nullopt: the key was removed
+  std::optional<Value> after;  // nullopt: the key was removed
   // The config lacked the key and the fix created it (allowed only where the
   // fix says `create`); a change of its own, worth telling the user.
   bool created = false;
@@ -74,13 +74,13 @@ std::string to_json(const std::vector<Change>& changes);  // a JSON list of thos
 // What errshim decided about one remediation step, or about an error.
 struct Decision {
   enum class Outcome {
-    applied,    // the fix was made on a config copy, the call is retried
+    applied,  // the fix was made on a config copy, the call is retried
     suggested,  // suggest mode, or a fix the policy may only suggest
-    refused,    // the policy, the config or the catalog ruled the step out
-    failed,     // the fix could not be made (config or host action threw)
+    refused,  // the policy, the config or the catalog ruled the step out
+    failed,  // the fix could not be made (config or host action threw)
     explained,  // explain mode, or no step was usable: the error is enriched
     succeeded,  // the call worked after the fixes so far
-    gave_up,    // retry bound reached, same error again, or nothing left
+    gave_up,  // retry bound reached, same error again, or nothing left
     passed_through,  // not recognised (or mode off): the error went on unchanged
   };
   std::chrono::system_clock::time_point time;
@@ -89,9 +89,9 @@ struct Decision {
   std::optional<Fix> fix;
   Mode mode = Mode::automatic;
   Outcome outcome = Outcome::explained;
-  std::string reason;          // why refused / failed / gave up
+  std::string reason;  // why refused / failed / gave up
   std::vector<Change> changes;  // applied, or would apply in suggest mode
-  int attempt = 0;              // which call of the build function this answers (1-based)
+  int attempt = 0;  // which call of the build function this answers (1-based)
 
   // The audit record: {"time", "attempt", "entry", "step", "fix", "safety",
   // "mode", "outcome", "reason", "changes": [{"path", "before", "after", "created"}]}.
@@ -108,7 +108,7 @@ struct Policy {
   // with the changes they would make, instead of being refused.
   std::set<Safety> suggest_classes;
   std::set<std::string> allow_entries, deny_entries;  // empty allow = all
-  std::set<std::string> allow_keys, deny_keys;        // key names or dotted paths; empty allow = all
+  std::set<std::string> allow_keys, deny_keys;  // key names or dotted paths; empty allow = all
   // Keys the user set on purpose: a fix that would change one is refused
   // (an explicit choice raises; only defaults may be degraded).
   std::set<std::string> pinned_keys;
@@ -116,7 +116,7 @@ struct Policy {
   const ActionRegistry* actions = nullptr;
   Context context;
   std::function<void(const Decision&)> on_decision;  // every decision, as it is made
-  Metrics* metrics = nullptr;                        // counters per entry and outcome
+  Metrics* metrics = nullptr;  // counters per entry and outcome
   // Every lookup of a failed call's error (site remediate; an error a guard
   // further in already translated needs none). The process-wide observers of
   // errshim/observer.hpp get the same lookups as well.
@@ -127,10 +127,10 @@ struct Policy {
 
 // The first step of `diagnosis` the policy lets errshim take on `config`.
 struct FixChoice {
-  std::optional<std::size_t> step;   // none: nothing usable
-  std::vector<Change> changes;       // what it changes (already resolved to paths)
-  std::vector<Decision> decisions;   // one per step considered, refusals with reasons
-  bool suggest_only = false;         // allowed only as a suggestion (suggest mode, manual)
+  std::optional<std::size_t> step;  // none: nothing usable
+  std::vector<Change> changes;  // what it changes (already resolved to paths)
+  std::vector<Decision> decisions;  // one per step considered, refusals with reasons
+  bool suggest_only = false;  // allowed only as a suggestion (suggest mode, manual)
 };
 
 // Looks at the entry's remediation steps in catalog order and picks the first
@@ -141,7 +141,7 @@ struct FixChoice {
 // diagnosis' entry): those applied before in a loop the host runs itself,
 // as remediate() never applies a step twice and goes on to the next one.
 [[nodiscard]] FixChoice choose_fix(const Diagnosis& diagnosis, ConfigAccess& scratch, const Policy& policy,
-                     const std::set<std::size_t>& skip_steps);
+                                   const std::set<std::size_t>& skip_steps);
 
 // Why a fix may not be applied automatically for `diagnosis`: its text is not
 // the root cause of what the layer raised (a later chained error, a later
@@ -160,10 +160,10 @@ std::optional<Diagnosis> root_cause_diagnosis(const Catalog& catalog, const Diag
 struct RemediationReport {
   std::vector<Decision> decisions;
   std::vector<std::exception_ptr> errors;  // the error each failed attempt threw; [0] is the original
-  int calls = 0;                           // times the build function ran
+  int calls = 0;  // times the build function ran
 
   std::vector<Change> applied_changes() const;  // all changes, in the order made
-  std::string to_json() const;                  // {"calls": n, "decisions": [...]}
+  std::string to_json() const;  // {"calls": n, "decisions": [...]}
 };
 
 // Thrown when remediation ends without success on a recognised error: the
@@ -214,8 +214,8 @@ class RemediationSession {
   const Policy& policy_;
   RemediationReport report_;
   std::set<std::pair<std::string, std::size_t>> tried_;  // (entry, step) never applied twice
-  std::optional<Diagnosis> last_;                         // the last recognised failure
-  bool last_was_fixed_ = false;                           // a fix was applied after `last_`
+  std::optional<Diagnosis> last_;  // the last recognised failure
+  bool last_was_fixed_ = false;  // a fix was applied after `last_`
   int applied_ = 0;
 };
 }  // namespace detail
@@ -227,7 +227,8 @@ class RemediationSession {
 template <class Config, class F>
 auto remediate(const Config& config, F&& build, const Policy& policy, const Catalog& catalog)
     -> Remediated<Config, std::invoke_result_t<F&, const Config&>> {
-  static_assert(std::is_base_of_v<ConfigAccess, Config>, "remediate() needs a ConfigAccess (ConfigTree, TypedConfig<T>)");
+  static_assert(std::is_base_of_v<ConfigAccess, Config>,
+                "remediate() needs a ConfigAccess (ConfigTree, TypedConfig<T>)");
   using R = std::invoke_result_t<F&, const Config&>;
   detail::RemediationSession session(catalog, policy);
   Config current = config;

@@ -22,9 +22,9 @@ std::string to_text(const Diagnosis& diagnosis);
 
 // How the text form is laid out for a person (the CLI's explain and check).
 struct TextOptions {
-  bool color = false;     // ANSI colours, and OSC 8 hyperlinks on source pins
+  bool color = false;  // ANSI colours, and OSC 8 hyperlinks on source pins
   std::size_t width = 0;  // wrap at this many columns; 0: no wrapping
-  bool verbose = false;   // every also_at pin and example; else long lists show a count
+  bool verbose = false;  // every also_at pin and example; else long lists show a count
 };
 
 // The form for a person, rustc/miette style: a header line (severity, id,
@@ -52,8 +52,6 @@ std::string to_json(const SourcePin& pin);
 // fields are folded (fold_prose). Invalid UTF-8 in the input is replaced by
 // U+FFFD.
 std::string to_json(const Diagnosis& diagnosis);
-// {"matched": false}
-std::string unmatched_json();
 
 }  // namespace errshim
 

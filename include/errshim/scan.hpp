@@ -40,28 +40,28 @@ class Catalog;  // errshim/catalog.hpp
 // more of it: an ERROR line followed by a traceback is one python_traceback.
 enum class BlockKind {
   python_traceback,  // "Traceback (most recent call last):" ... "ValueError: ...", chained ones included
-  rust_error,        // "Error: ..." with "Caused by:" entries and a "Stack backtrace:"
-  rust_panic,        // "thread 'main' panicked at ...", its message, note and backtrace
-  libtorch,          // a c10::Error what(): message, "Exception raised from ...", "frame #N" lines
-  error_line,        // one line: an ERROR/CRITICAL/FATAL log record or a bare "SomeError: ..."
+  rust_error,  // "Error: ..." with "Caused by:" entries and a "Stack backtrace:"
+  rust_panic,  // "thread 'main' panicked at ...", its message, note and backtrace
+  libtorch,  // a c10::Error what(): message, "Exception raised from ...", "frame #N" lines
+  error_line,  // one line: an ERROR/CRITICAL/FATAL log record or a bare "SomeError: ..."
 };
 std::string_view to_string(BlockKind kind) noexcept;  // "python-traceback", "rust-error", ...
 
 // One error found in a log, with the catalog's verdict.
 struct ScanBlock {
-  std::string file;          // the name scan() was given
-  std::uint64_t line = 0;    // 1-based line where the block starts in its file
-  std::uint64_t lines = 0;   // lines the block spans, dropped ones included
+  std::string file;  // the name scan() was given
+  std::uint64_t line = 0;  // 1-based line where the block starts in its file
+  std::uint64_t lines = 0;  // lines the block spans, dropped ones included
   BlockKind kind = BlockKind::error_line;
-  std::string text;          // its lines, '\n'-joined, as they appear in the log
-  bool truncated = false;    // lines dropped from the middle, or a line cut
+  std::string text;  // its lines, '\n'-joined, as they appear in the log
+  bool truncated = false;  // lines dropped from the middle, or a line cut
   std::optional<Diagnosis> diagnosis;  // empty: no catalog entry matches
-  std::vector<std::string> problems;   // from Catalog::match (regex limit hit, ...)
+  std::vector<std::string> problems;  // from Catalog::match (regex limit hit, ...)
 };
 
 struct ScanOptions {
-  Context context;                          // passed to every match
-  std::size_t max_line_bytes = 32u << 10;   // the rest of a longer line is skipped unread into memory
+  Context context;  // passed to every match
+  std::size_t max_line_bytes = 32u << 10;  // the rest of a longer line is skipped unread into memory
   std::size_t max_block_bytes = 128u << 10;  // over it, a block keeps its first quarter and last lines
   // Called with the bytes read so far (this input), every progress_every
   // bytes and once at the end. For progress bars; may be empty.
@@ -175,9 +175,9 @@ class ScanSummary {
 
  private:
   std::size_t max_unmatched_;
-  std::map<std::string, std::size_t, std::less<>> by_id_;        // id -> index in recognised_
-  std::map<std::string, std::size_t, std::less<>> by_message_;   // message -> index in unmatched_
-  std::vector<Recognised> recognised_;                            // in order of first appearance
+  std::map<std::string, std::size_t, std::less<>> by_id_;  // id -> index in recognised_
+  std::map<std::string, std::size_t, std::less<>> by_message_;  // message -> index in unmatched_
+  std::vector<Recognised> recognised_;  // in order of first appearance
   std::vector<Unrecognised> unmatched_;
   std::uint64_t blocks_ = 0, matched_ = 0, dropped_ = 0;
 };

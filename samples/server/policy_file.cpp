@@ -93,7 +93,8 @@ errshim::Policy load_policy(const std::filesystem::path& path) {
         fail(path, v, fmt::format("'max_retries' takes a number from 0 to 16, not '{}'", s));
       }
     } else if (key == "entry_modes") {
-      if (!v.IsMap()) fail(path, v, "'entry_modes' maps entry ids to modes, e.g. {libtorch.narrow.out_of_range: explain}");
+      if (!v.IsMap())
+        fail(path, v, "'entry_modes' maps entry ids to modes, e.g. {libtorch.narrow.out_of_range: explain}");
       for (const auto& e : v) p.entry_modes[e.first.Scalar()] = mode(path, e.second, e.first.Scalar());
     } else {
       fail(path, kv.first,

@@ -11,9 +11,9 @@
 //
 //   POST /v1/generate {"prompt_tokens": 5, "max_new_tokens": 2, "cache_dtype": "float16", ...}
 //     200 {"ok": true, "cache_length", "output_shape", "remediation": {"calls", "decisions"}}
-//     422 a recognised error errshim could not fix: {"ok": false, "error": "recognised", "id", "message", "diagnosis", "remediation"}
-//     500 an error the catalog does not know:      {"ok": false, "error": "unrecognised", "message"}
-//     400 a request that is not understood
+//     422 a recognised error errshim could not fix: {"ok": false, "error": "recognised", "id", "message", "diagnosis",
+//     "remediation"} 500 an error the catalog does not know:      {"ok": false, "error": "unrecognised", "message"} 400
+//     a request that is not understood
 //   GET /metrics   Prometheus text format (prometheus-cpp's TextSerializer)
 //   GET /healthz   "ok generation=N entries=M"
 //
@@ -62,9 +62,9 @@ std::string json_quote(std::string_view text) {
 using torch_attention::AttentionConfig;
 using Config = errshim::TypedConfig<AttentionConfig>;
 
-constexpr std::int64_t kMaxTokens = 256;       // per request, prompt or new
-constexpr std::size_t kMaxBody = 64u << 10;    // bytes of a request body
-constexpr std::size_t kMaxLoggedText = 1024;   // bytes of an error text in the audit log
+constexpr std::int64_t kMaxTokens = 256;  // per request, prompt or new
+constexpr std::size_t kMaxBody = 64u << 10;  // bytes of a request body
+constexpr std::size_t kMaxLoggedText = 1024;  // bytes of an error text in the audit log
 
 std::string now_iso() {
   const auto now = std::chrono::system_clock::now();
@@ -81,8 +81,8 @@ class AuditLog {
   }
   // `fields` is the inside of an object: "\"a\": 1, \"b\": 2".
   void write(std::string_view event, const std::string& fields) {
-    const std::string line =
-        fmt::format("{{\"time\": \"{}\", \"event\": \"{}\"{}{}}}\n", now_iso(), event, fields.empty() ? "" : ", ", fields);
+    const std::string line = fmt::format("{{\"time\": \"{}\", \"event\": \"{}\"{}{}}}\n", now_iso(), event,
+                                         fields.empty() ? "" : ", ", fields);
     std::lock_guard<std::mutex> lock(mutex_);
     out_ << line << std::flush;
   }
@@ -120,8 +120,7 @@ std::int64_t integer(const errshim::Value& v, const char* key) {
     std::size_t used = 0;
     const long long n = std::stoll(v.text, &used);
     if (used == v.text.size() && n >= 0 && n <= kMaxTokens) return n;
-  } catch (const std::exception&) {
-  }
+  } catch (const std::exception&) {}
   throw bad_request(fmt::format("'{}' must be an integer from 0 to {}, not '{}'", key, kMaxTokens, v.text));
 }
 
@@ -177,10 +176,11 @@ struct Options {
 };
 
 [[noreturn]] void usage(const std::string& problem) {
-  fmt::print(stderr,
-             "sample_server: {}\nusage: sample_server --policy FILE --audit FILE [--catalog PATH]... [--host 127.0.0.1] "
-             "[--port N] [--port-file FILE] [--watch-ms N] [--threads N]\n",
-             problem);
+  fmt::print(
+      stderr,
+      "sample_server: {}\nusage: sample_server --policy FILE --audit FILE [--catalog PATH]... [--host 127.0.0.1] "
+      "[--port N] [--port-file FILE] [--watch-ms N] [--threads N]\n",
+      problem);
   std::exit(2);
 }
 
@@ -197,10 +197,10 @@ Options parse_options(int argc, char** argv) {
       try {
         const int n = std::stoi(v);
         if (n >= lo && n <= hi) return n;
-      } catch (const std::exception&) {
-      }
+      } catch (const std::exception&) {}
       usage(fmt::format("{} takes a number from {} to {}, not '{}'", a, lo, hi, v));
     };
+    // clang-format off
     if (a == "--host") o.host = next();
     else if (a == "--port") o.port = number(0, 65535);
     else if (a == "--port-file") o.port_file = next();
@@ -210,6 +210,7 @@ Options parse_options(int argc, char** argv) {
     else if (a == "--watch-ms") o.watch_ms = number(10, 60000);
     else if (a == "--threads") o.threads = number(1, 64);
     else usage("unknown option '" + a + "'");
+    // clang-format on
   }
   if (o.policy.empty()) usage("--policy is required");
   if (o.audit.empty()) usage("--audit is required");
@@ -347,18 +348,19 @@ class Server {
       const errshim::CatalogPtr catalog = store_.current();  // one catalog for the whole request
       auto out = errshim::remediate(
           r.config, [&](const Config& c) { return generate(r, c.value()); }, policy, *catalog);
-      body = fmt::format("{{\"ok\": true, \"cache_length\": {}, \"output_shape\": {}, \"dtype\": {}, \"remediation\": {}}}",
-                         out.value.cache_length, shape_json(out.value.output_shape), json_quote(out.value.dtype),
-                         out.report.to_json());
+      body = fmt::format(
+          "{{\"ok\": true, \"cache_length\": {}, \"output_shape\": {}, \"dtype\": {}, \"remediation\": {}}}",
+          out.value.cache_length, shape_json(out.value.output_shape), json_quote(out.value.dtype),
+          out.report.to_json());
     } catch (const bad_request& e) {
       status = 400;
       body = fmt::format("{{\"ok\": false, \"error\": \"bad-request\", \"message\": {}}}", json_quote(e.what()));
     } catch (const errshim::remediation_error& e) {
       status = 422;
       body = fmt::format(
-          "{{\"ok\": false, \"error\": \"recognised\", \"id\": {}, \"message\": {}, \"diagnosis\": {}, \"remediation\": {}}}",
-          json_quote(e.id()), json_quote(e.what()), errshim::to_json(e.diagnosis()),
-          e.report().to_json());
+          "{{\"ok\": false, \"error\": \"recognised\", \"id\": {}, \"message\": {}, \"diagnosis\": {}, "
+          "\"remediation\": {}}}",
+          json_quote(e.id()), json_quote(e.what()), errshim::to_json(e.diagnosis()), e.report().to_json());
     } catch (const errshim::translated_error& e) {
       status = 422;
       body = fmt::format("{{\"ok\": false, \"error\": \"recognised\", \"id\": {}, \"message\": {}, \"diagnosis\": {}}}",
@@ -369,8 +371,9 @@ class Server {
       status = 500;
       const std::string text = errshim::exception_text(std::current_exception()).substr(0, kMaxLoggedText);
       const errshim::UnrecognisedLabels f = errshim::unrecognised_labels(text);
-      audit_.write("unrecognised", fmt::format("\"request\": {}, \"class\": {}, \"fingerprint\": \"{}\", \"message\": {}",
-                                               id, json_quote(f.error_class), f.fingerprint, json_quote(text)));
+      audit_.write("unrecognised",
+                   fmt::format("\"request\": {}, \"class\": {}, \"fingerprint\": \"{}\", \"message\": {}", id,
+                               json_quote(f.error_class), f.fingerprint, json_quote(text)));
       body = fmt::format("{{\"ok\": false, \"error\": \"unrecognised\", \"message\": {}}}", json_quote(e.what()));
     } catch (...) {
       status = 500;

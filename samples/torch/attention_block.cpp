@@ -46,8 +46,8 @@ struct AttentionBlock::Impl {
   torch::ScalarType dtype = torch::kFloat32;
   torch::nn::Linear q_proj{nullptr}, k_proj{nullptr}, v_proj{nullptr}, o_proj{nullptr};
   torch::nn::Embedding positions{nullptr};  // "learned"
-  torch::Tensor rope_cos, rope_sin;         // "rope": (max_position_embeddings, head_dim / 2)
-  torch::Tensor k_cache, v_cache;           // (batch, kv heads, positions, head_dim)
+  torch::Tensor rope_cos, rope_sin;  // "rope": (max_position_embeddings, head_dim / 2)
+  torch::Tensor k_cache, v_cache;  // (batch, kv heads, positions, head_dim)
   std::int64_t length = 0;
   torch::Generator inputs = at::make_generator<at::CPUGeneratorImpl>(1234);
 
@@ -77,10 +77,9 @@ struct AttentionBlock::Impl {
       positions->to(dtype);
     } else {
       const std::int64_t half = head_dim / 2;
-      const torch::Tensor inv_freq =
-          torch::pow(10000.0, -torch::arange(half, torch::kFloat32) / static_cast<double>(std::max<std::int64_t>(half, 1)));
-      const torch::Tensor angles =
-          torch::outer(torch::arange(c.max_position_embeddings, torch::kFloat32), inv_freq);
+      const torch::Tensor inv_freq = torch::pow(
+          10000.0, -torch::arange(half, torch::kFloat32) / static_cast<double>(std::max<std::int64_t>(half, 1)));
+      const torch::Tensor angles = torch::outer(torch::arange(c.max_position_embeddings, torch::kFloat32), inv_freq);
       // Stored in the model's dtype so q and k keep theirs after rotation.
       rope_cos = angles.cos().to(dtype);
       rope_sin = angles.sin().to(dtype);

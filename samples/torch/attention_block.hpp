@@ -23,24 +23,24 @@ struct AttentionConfig {
   std::int64_t num_kv_heads = 8;  // fewer than num_heads: grouped-query attention
   std::int64_t max_position_embeddings = 64;
   std::string position_embedding = "rope";  // "rope" (rotary table) or "learned" (embedding table)
-  std::string dtype = "float32";            // weights and activations: float32, bfloat16, float16
+  std::string dtype = "float32";  // weights and activations: float32, bfloat16, float16
 
   // The KV cache, sized by whoever serves the model (vocabulary of
   // transformers' StaticCache / DynamicCache).
   std::string cache_implementation = "static";  // "static": preallocated, written with index_copy_;
                                                 // "dynamic": grows with torch::cat
-  std::int64_t max_cache_len = 32;              // static capacity, in positions
-  std::int64_t max_batch_size = 1;              // the batch the cache is allocated for
-  std::int64_t cache_head_dim = 0;              // 0: the model's head_dim
-  std::string cache_dtype;                      // empty: the model's dtype
-  std::string cache_device = "cpu";             // "cpu", or "meta" (allocated without storage)
+  std::int64_t max_cache_len = 32;  // static capacity, in positions
+  std::int64_t max_batch_size = 1;  // the batch the cache is allocated for
+  std::int64_t cache_head_dim = 0;  // 0: the model's head_dim
+  std::string cache_dtype;  // empty: the model's dtype
+  std::string cache_device = "cpu";  // "cpu", or "meta" (allocated without storage)
 };
 
 // What one step produced, in plain types so callers need no torch headers.
 struct StepResult {
   std::vector<std::int64_t> output_shape;  // (batch, tokens, embed_dim)
-  std::string dtype;                       // of the output, as torch names it ("Float", "BFloat16")
-  std::int64_t cache_length = 0;           // positions in the cache after the step
+  std::string dtype;  // of the output, as torch names it ("Float", "BFloat16")
+  std::int64_t cache_length = 0;  // positions in the cache after the step
 };
 
 class AttentionBlock {

@@ -87,10 +87,11 @@ std::string run_scenario(const char* title, const AttentionConfig& config, const
       fmt::print("{}\n", d);
     } else {
       const errshim::Entry& entry = *d.entry;
-      fmt::print("{}\n  libtorch said: {}\n  raised at:     {} {}:{}\n  captured:      {}\n  first step:    {}\n"
-                 "  fix:           {}\n",
-                 d.id(), d.segment, entry.source.repo, entry.source.path, entry.source.line, captures_of(d),
-                 entry.remediation.front().text, fix_of(entry.remediation.front()));
+      fmt::print(
+          "{}\n  libtorch said: {}\n  raised at:     {} {}:{}\n  captured:      {}\n  first step:    {}\n"
+          "  fix:           {}\n",
+          d.id(), d.segment, entry.source.repo, entry.source.path, entry.source.line, captures_of(d),
+          entry.remediation.front().text, fix_of(entry.remediation.front()));
     }
     check(d.id() == expected_id, fmt::format("{}: expected {}, got {}", title, expected_id, d.id()));
 

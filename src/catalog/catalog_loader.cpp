@@ -37,18 +37,18 @@ constexpr int kMaxNesting = 64;
 
 constexpr std::array<std::string_view, 4> kFileKeys = {"schema", "library", "defaults", "entries"};
 constexpr std::array<std::string_view, 22> kEntryKeys = {
-    "id",      "template", "pattern",  "captures", "capture_patterns", "source",      "also_at", "library",
-    "error_class", "kind", "severity", "cause",    "trigger",          "remediation", "tags",    "examples",
-    "priority", "unless",  "imported", "applies_to", "preflight", "generated"};
+    "id",          "template", "pattern",  "captures",   "capture_patterns", "source",      "also_at", "library",
+    "error_class", "kind",     "severity", "cause",      "trigger",          "remediation", "tags",    "examples",
+    "priority",    "unless",   "imported", "applies_to", "preflight",        "generated"};
 constexpr std::array<std::string_view, 5> kSourceKeys = {"repo", "path", "line", "commit", "symbol"};
 constexpr std::array<std::string_view, 2> kRemediationKeys = {"text", "fix"};
-constexpr std::array<std::string_view, 10> kFixKeys = {"set",       "remove", "action", "safety",    "reason",
-                                                       "requires",  "conflicts", "config", "create", "vocabulary"};
+constexpr std::array<std::string_view, 10> kFixKeys = {"set",      "remove",    "action", "safety", "reason",
+                                                       "requires", "conflicts", "config", "create", "vocabulary"};
 constexpr std::array<std::string_view, 3> kExampleKeys = {"match", "no_match", "preflight"};
 constexpr std::array<std::string_view, 3> kMatchExampleKeys = {"text", "captures", "context"};
-constexpr std::array<std::string_view, 8> kKinds = {"validation",         "unsupported-feature", "shape-mismatch",
-                                                    "dtype-mismatch",     "resource",            "missing-dependency",
-                                                    "configuration",      "internal"};
+constexpr std::array<std::string_view, 8> kKinds = {
+    "validation", "unsupported-feature", "shape-mismatch", "dtype-mismatch",
+    "resource",   "missing-dependency",  "configuration",  "internal"};
 constexpr std::array<std::string_view, 4> kSeverities = {"info", "warning", "error", "fatal"};
 
 std::size_t edit_distance(std::string_view a, std::string_view b) {
@@ -112,9 +112,9 @@ struct Doc {
     bool non_specific = false;  // tagged "!": a quoted scalar, always text (to_value)
     YAML::Mark mark;
     std::uint32_t first = kNone;  // first child; a map's children alternate key, value
-    std::uint32_t next = kNone;   // next sibling
-    std::uint32_t count = 0;      // children
-    std::string text;             // a scalar's value
+    std::uint32_t next = kNone;  // next sibling
+    std::uint32_t count = 0;  // children
+    std::string text;  // a scalar's value
   };
   std::vector<Item> items;
   std::uint32_t root = kNone;
@@ -133,7 +133,8 @@ class DocBuilder final : public YAML::EventHandler {
   void OnScalar(const YAML::Mark& mark, const std::string& tag, YAML::anchor_t, const std::string& value) override {
     doc_.items[add(Doc::Kind::scalar, mark, tag)].text = value;
   }
-  void OnSequenceStart(const YAML::Mark& mark, const std::string& tag, YAML::anchor_t, YAML::EmitterStyle::value) override {
+  void OnSequenceStart(const YAML::Mark& mark, const std::string& tag, YAML::anchor_t,
+                       YAML::EmitterStyle::value) override {
     enter(add(Doc::Kind::sequence, mark, tag), mark);
   }
   void OnSequenceEnd() override { open_.pop_back(); }
@@ -286,9 +287,7 @@ class Reader {
   }
   Location at(const YAML::Mark& m) const { return {file_, m.line + 1, m.column + 1}; }
 
-  void problem(const Location& where, std::string message) {
-    problems_.push_back({where, entry_, std::move(message)});
-  }
+  void problem(const Location& where, std::string message) { problems_.push_back({where, entry_, std::move(message)}); }
   void problem(Node node, std::string message) { problem(at(node), std::move(message)); }
 
   // Unknown and repeated keys of a mapping. YAML parsers accept two equal
@@ -333,8 +332,7 @@ class Reader {
       try {
         const long long v = std::stoll(s, &used);
         if (used == s.size()) return v;
-      } catch (const std::exception&) {
-      }
+      } catch (const std::exception&) {}
     }
     problem(node, fmt::format("{} must be a whole number, got '{}'", what, node.is_scalar() ? node.scalar() : "?"));
     return std::nullopt;
@@ -423,9 +421,11 @@ void check_fix_keys(Reader& r, Node node, const Entry& e) {
       if (e.pattern.empty()) continue;  // the pattern's own problem is reported
       for (const CaptureUse& use : uses)
         if (std::find(e.capture_names.begin(), e.capture_names.end(), use.name) == e.capture_names.end())
-          r.problem(kv.second, fmt::format("fix.{}.{} uses capture '{}', which the pattern does not have (it has: {})",
-                                           section, key, use.name,
-                                           e.capture_names.empty() ? "none" : fmt::format("{}", fmt::join(e.capture_names, ", "))));
+          r.problem(
+              kv.second,
+              fmt::format("fix.{}.{} uses capture '{}', which the pattern does not have (it has: {})", section, key,
+                          use.name,
+                          e.capture_names.empty() ? "none" : fmt::format("{}", fmt::join(e.capture_names, ", "))));
     }
   }
 }
@@ -442,7 +442,8 @@ void read_fix_scope(Reader& r, Node node, Fix& fix) {
   };
   if (const Node kinds = node["config"]) {
     std::vector<Node> items;
-    if (kinds.is_scalar()) items.push_back(kinds);
+    if (kinds.is_scalar())
+      items.push_back(kinds);
     else if (r.expect_seq(kinds, "fix.config"))
       for (const Node item : kinds.items()) items.push_back(item);
     for (const Node item : items) {
@@ -569,7 +570,8 @@ void read_examples(Reader& r, Node node, Entry& e) {
           }
         }
         if (const Node ctx = item["context"])
-          for (auto& [key, value] : read_assignments(r, ctx, "match example context")) ex.context.values[key] = value.text;
+          for (auto& [key, value] : read_assignments(r, ctx, "match example context"))
+            ex.context.values[key] = value.text;
       } else {
         continue;
       }
@@ -608,7 +610,8 @@ void read_pattern(Reader& r, Node map, Entry& e) {
   }
   if (pattern) {
     e.pattern = r.string(pattern, "pattern").value_or("");
-    if (map["captures"]) r.problem(map["captures"], "'captures' names template placeholders; a pattern names its groups itself");
+    if (map["captures"])
+      r.problem(map["captures"], "'captures' names template placeholders; a pattern names its groups itself");
     e.capture_names = named_groups(e.pattern);
     return;
   }
@@ -691,8 +694,10 @@ void read_preflight_key(Reader& r, const std::string& key, Node node, PreflightC
       t.op = PreflightTest::Op::not_in;
       if (kv.second.is_seq()) {
         for (const Node v : kv.second.items()) {
-          if (v.is_scalar()) t.values.push_back(to_value(v));
-          else r.problem(v, fmt::format("preflight.{}.not: each value must be a scalar", key));
+          if (v.is_scalar())
+            t.values.push_back(to_value(v));
+          else
+            r.problem(v, fmt::format("preflight.{}.not: each value must be a scalar", key));
         }
       } else if (kv.second.is_scalar()) {
         t.values.push_back(to_value(kv.second));
@@ -711,7 +716,8 @@ void read_preflight_key(Reader& r, const std::string& key, Node node, PreflightC
         r.problem(kv.second, fmt::format("preflight.{}.{} needs a number or the name of another config key, got '{}'",
                                          key, op, kv.second.scalar()));
       else if (op == "not_multiple_of" && number && (v.type != Value::Type::integer || v.text == "0"))
-        r.problem(kv.second, fmt::format("preflight.{}.not_multiple_of needs a positive integer, got '{}'", key, v.text));
+        r.problem(kv.second,
+                  fmt::format("preflight.{}.not_multiple_of needs a positive integer, got '{}'", key, v.text));
       t.values.push_back(v);
     }
     c.tests.push_back(std::move(t));
@@ -720,8 +726,10 @@ void read_preflight_key(Reader& r, const std::string& key, Node node, PreflightC
   std::vector<Value> values;
   if (node.is_seq()) {
     for (const Node v : node.items()) {
-      if (v.is_scalar()) values.push_back(to_value(v));
-      else r.problem(v, fmt::format("preflight.{}: each value must be a scalar", key));
+      if (v.is_scalar())
+        values.push_back(to_value(v));
+      else
+        r.problem(v, fmt::format("preflight.{}: each value must be a scalar", key));
     }
   } else if (node.is_scalar()) {
     values.push_back(to_value(node));
@@ -764,8 +772,11 @@ std::vector<PreflightCondition> read_preflight(Reader& r, Node node) {
       if (const Node kind = m["config"]) {
         const std::string k = kind.scalar();
         if (!contains(kPreflightSources, k))
-          r.problem(kind, fmt::format("preflight.config '{}' is not a config kind (one of: {})", k, one_of(kPreflightSources)));
-        c.config = k == "model" ? PreflightSource::model : k == "generation" ? PreflightSource::generation : PreflightSource::any;
+          r.problem(kind, fmt::format("preflight.config '{}' is not a config kind (one of: {})", k,
+                                      one_of(kPreflightSources)));
+        c.config = k == "model"        ? PreflightSource::model
+                   : k == "generation" ? PreflightSource::generation
+                                       : PreflightSource::any;
       }
       if (const Node t = m["model_type"]) c.model_types = one_or_list(r, t, "preflight.model_type");
       if (const Node a = m["architectures"]) c.architectures = one_or_list(r, a, "preflight.architectures");
@@ -843,7 +854,8 @@ std::vector<PreflightExample> read_preflight_examples(Reader& r, Node node) {
       if (!item["config"] && !item["model_config"] && !item["generation_config"])
         r.problem(item, "a preflight example needs a config: config, model_config or generation_config");
       if (const Node ctx = item["context"])
-        for (auto& [key, value] : read_assignments(r, ctx, "preflight example context")) ex.context.values[key] = value.text;
+        for (auto& [key, value] : read_assignments(r, ctx, "preflight example context"))
+          ex.context.values[key] = value.text;
       out.push_back(std::move(ex));
     }
   }
@@ -962,7 +974,8 @@ std::vector<Entry> parse_catalog(std::string_view text, const std::string& file,
     return entries;
   }
   if (auto v = r.integer(schema, "schema"); v && *v != kSchemaVersion) {
-    r.problem(schema, fmt::format("schema {} is not supported by this errshim (it reads schema {})", *v, kSchemaVersion));
+    r.problem(schema,
+              fmt::format("schema {} is not supported by this errshim (it reads schema {})", *v, kSchemaVersion));
     return entries;
   }
   std::string library;

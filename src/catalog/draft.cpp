@@ -26,12 +26,12 @@ using sv = std::string_view;
 constexpr std::size_t kMaxTemplateSource = 400;
 
 // mask_variables()'s markers and the placeholder names they become.
-constexpr std::pair<sv, sv> kMarkers[] = {{"<num>", "num"},   {"<hex>", "hex"},   {"<shape>", "shape"},
-                                          {"<path>", "path"}, {"<url>", "url"},   {"<ts>", "ts"},
-                                          {"<uuid>", "uuid"}, {"<ip>", "ip"},     {"<id>", "id"}};
+constexpr std::pair<sv, sv> kMarkers[] = {{"<num>", "num"},   {"<hex>", "hex"}, {"<shape>", "shape"},
+                                          {"<path>", "path"}, {"<url>", "url"}, {"<ts>", "ts"},
+                                          {"<uuid>", "uuid"}, {"<ip>", "ip"},   {"<id>", "id"}};
 
 struct Template {
-  std::string text;                // "shard {num1} lost its block at {hex1}"
+  std::string text;  // "shard {num1} lost its block at {hex1}"
   std::vector<std::string> words;  // the literal words, for the id
 };
 
@@ -137,7 +137,8 @@ Draft draft_of(sv message, const DraftOptions& options) {
     }
   }
   Template t = template_of(first_line);
-  if (t.words.empty()) t = literal_template(first_line);  // all values ("42"): a template of placeholders alone matches anything
+  if (t.words.empty())
+    t = literal_template(first_line);  // all values ("42"): a template of placeholders alone matches anything
   d.template_text = t.text;
   const std::vector<StatedSite> sites = stated_sites(message);
   if (!sites.empty()) {
@@ -166,12 +167,14 @@ void emit(YAML::Emitter& out, const Draft& d) {
   if (!d.site.function.empty() || d.site.line == 0)
     out << YAML::Key << "symbol" << YAML::Value << YAML::DoubleQuoted
         << (d.site.function.empty() ? std::string("TODO") : d.site.function);
-  out << YAML::Key << "commit" << YAML::Value << "TODO" << YAML::Comment("the upstream commit the path and line are read at");
+  out << YAML::Key << "commit" << YAML::Value << "TODO"
+      << YAML::Comment("the upstream commit the path and line are read at");
   out << YAML::EndMap;
   out << YAML::Key << "error_class" << YAML::Value << YAML::DoubleQuoted << d.error_class;
   out << YAML::Key << "kind" << YAML::Value << "internal"
-      << YAML::Comment("validation, unsupported-feature, shape-mismatch, dtype-mismatch, resource, "
-                       "missing-dependency, configuration or internal");
+      << YAML::Comment(
+             "validation, unsupported-feature, shape-mismatch, dtype-mismatch, resource, "
+             "missing-dependency, configuration or internal");
   out << YAML::Key << "cause" << YAML::Value << "TODO: what the error means, in our own words";
   out << YAML::Key << "trigger" << YAML::Value << "TODO: what makes it happen";
   out << YAML::Key << "remediation" << YAML::Value << YAML::BeginSeq << YAML::BeginMap << YAML::Key << "text"
@@ -224,8 +227,7 @@ void fill_captures(Draft& d) {
   try {
     const CatalogPtr alone = CatalogBuilder().add_yaml(file_of({d}, {""}), "draft").build();
     if (const auto hit = alone->diagnose(d.message)) d.captures = hit->captures;
-  } catch (const catalog_error&) {
-  }
+  } catch (const catalog_error&) {}
 }
 
 }  // namespace
@@ -266,8 +268,8 @@ std::string draft_entries(const std::vector<DraftGroup>& groups, const DraftOpti
     drafts.push_back(std::move(d));
     // The file name comes from the user, the rest are numbers: escaped, a
     // line break in it cannot end the comment.
-    notes.push_back(fmt::format("seen {} time{}, fingerprint {}, first at {}:{}", g.count, g.count == 1 ? "" : "s", g.fingerprint,
-                                detail::escape_controls(g.file), g.line));
+    notes.push_back(fmt::format("seen {} time{}, fingerprint {}, first at {}:{}", g.count, g.count == 1 ? "" : "s",
+                                g.fingerprint, detail::escape_controls(g.file), g.line));
   }
   return file_of(drafts, notes);
 }

@@ -28,7 +28,8 @@ std::string convert_regex(std::string_view p) {
         out += '/';
         ++i;
       } else if (n == 'u' && i + 5 < p.size() && std::isxdigit(static_cast<unsigned char>(p[i + 2])) &&
-                 std::isxdigit(static_cast<unsigned char>(p[i + 3])) && std::isxdigit(static_cast<unsigned char>(p[i + 4])) &&
+                 std::isxdigit(static_cast<unsigned char>(p[i + 3])) &&
+                 std::isxdigit(static_cast<unsigned char>(p[i + 4])) &&
                  std::isxdigit(static_cast<unsigned char>(p[i + 5]))) {
         out += "\\x{" + std::string(p.substr(i + 2, 4)) + "}";
         i += 5;
@@ -213,7 +214,8 @@ void emit_entry(YAML::Emitter& out, const Json& rec, const RecordRef& ref, std::
   }
 
   const std::string library = slug_of(repo.substr(repo.find('/') == std::string::npos ? 0 : repo.find('/') + 1));
-  std::string id = fmt::format("{}.imported.{}", library, slug_of(is_scalar(member(rec, "slug")) ? scalar_text(member(rec, "slug")) : message));
+  std::string id = fmt::format("{}.imported.{}", library,
+                               slug_of(is_scalar(member(rec, "slug")) ? scalar_text(member(rec, "slug")) : message));
   for (int n = 2; std::find(seen_ids.begin(), seen_ids.end(), id) != seen_ids.end(); ++n)
     id = fmt::format("{}.imported.{}-{}", library, slug_of(message), n);
   seen_ids.push_back(id);
@@ -237,16 +239,17 @@ void emit_entry(YAML::Emitter& out, const Json& rec, const RecordRef& ref, std::
   out << YAML::Key << "cause" << YAML::Value << YAML::Literal << documentation;
   out << YAML::Key << "trigger" << YAML::Value << YAML::Literal << trigger;
   out << YAML::Key << "remediation" << YAML::Value << YAML::BeginSeq;
-  for (const std::string& s : solutions) out << YAML::BeginMap << YAML::Key << "text" << YAML::Value << s << YAML::EndMap;
+  for (const std::string& s : solutions)
+    out << YAML::BeginMap << YAML::Key << "text" << YAML::Value << s << YAML::EndMap;
   if (!example_fix.empty())
-    out << YAML::BeginMap << YAML::Key << "text" << YAML::Value << YAML::Literal << ("Example of the change:\n" + example_fix)
-        << YAML::EndMap;
+    out << YAML::BeginMap << YAML::Key << "text" << YAML::Value << YAML::Literal
+        << ("Example of the change:\n" + example_fix) << YAML::EndMap;
   out << YAML::EndSeq;
   out << YAML::Key << "tags" << YAML::Value << YAML::Flow << YAML::BeginSeq;
   for (const std::string& t : tags) out << t;
   out << "imported" << YAML::EndSeq;
-  out << YAML::Key << "examples" << YAML::Value << YAML::BeginMap << YAML::Key << "match" << YAML::Value << YAML::BeginSeq
-      << YAML::DoubleQuoted << message << YAML::EndSeq << YAML::EndMap;
+  out << YAML::Key << "examples" << YAML::Value << YAML::BeginMap << YAML::Key << "match" << YAML::Value
+      << YAML::BeginSeq << YAML::DoubleQuoted << message << YAML::EndSeq << YAML::EndMap;
   out << YAML::Key << "imported" << YAML::Value << true;
   out << YAML::EndMap;
 }
@@ -330,9 +333,10 @@ std::vector<Json> records_of(std::string_view json, const std::string& name) {
 std::string import_records(std::string_view json, const std::string& name) {
   const std::vector<Json> records = records_of(json, name);
   YAML::Emitter out;
-  out << YAML::Comment(detail::escape_controls(fmt::format("Imported by errshim import from {}. The cause, trigger and remediation "
-                                                "text is the error database's (imported: true), not errshim's.",
-                                                name)));
+  out << YAML::Comment(
+      detail::escape_controls(fmt::format("Imported by errshim import from {}. The cause, trigger and remediation "
+                                          "text is the error database's (imported: true), not errshim's.",
+                                          name)));
   out << YAML::BeginMap;
   out << YAML::Key << "schema" << YAML::Value << 1;
   out << YAML::Key << "entries" << YAML::Value << YAML::BeginSeq;

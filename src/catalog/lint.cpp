@@ -38,12 +38,12 @@ void check_examples(const Catalog& catalog, const Entry& e, std::vector<Problem>
     if (r.diagnosis->id() != e.id) {
       ++lost;
       const bool claimed = catalog.claims(e.id, ex.text);
-      problems.push_back({ex.where, e.id,
-                          claimed ? fmt::format("match example is won by '{}' (raise this entry's priority, or "
-                                                "make one of them stricter)",
-                                                r.diagnosis->id())
-                                  : fmt::format("match example is not matched by this entry (it goes to '{}')",
-                                                r.diagnosis->id())});
+      problems.push_back(
+          {ex.where, e.id,
+           claimed ? fmt::format("match example is won by '{}' (raise this entry's priority, or "
+                                 "make one of them stricter)",
+                                 r.diagnosis->id())
+                   : fmt::format("match example is not matched by this entry (it goes to '{}')", r.diagnosis->id())});
       continue;
     }
     ++won;
@@ -53,7 +53,8 @@ void check_examples(const Catalog& catalog, const Entry& e, std::vector<Problem>
         problems.push_back({ex.where, e.id, fmt::format("expected capture '{}' is missing", want.name)});
       else if (*got != want.value)
         problems.push_back(
-            {ex.where, e.id, fmt::format("capture '{}' is '{}', the example expects '{}'", want.name, *got, want.value)});
+            {ex.where, e.id,
+             fmt::format("capture '{}' is '{}', the example expects '{}'", want.name, *got, want.value)});
     }
   }
   for (const NoMatchExample& ex : e.no_match_examples)
@@ -88,8 +89,8 @@ void check_growth(const Catalog& catalog, const Entry& e, std::vector<Problem>& 
                                       "others repeated) takes work that grows faster than the text: {} regex "
                                       "steps at {} bytes, {} at {} bytes{}; use possessive runs or atomic groups, "
                                       "or runs that cannot match the literal after them: '{}...'",
-                                      a.steps, small[k].size(), b.steps, large[k].size(),
-                                      gave_up ? " (gave up)" : "", small[k].substr(0, 60))});
+                                      a.steps, small[k].size(), b.steps, large[k].size(), gave_up ? " (gave up)" : "",
+                                      small[k].substr(0, 60))});
       return;
     }
   }
@@ -149,9 +150,9 @@ void check_preflight_examples(const Entry& e, std::vector<Problem>& problems);
 void check_authoring_notes(const Entry& e, std::vector<Problem>& problems) {
   if (e.imported) return;  // generated and imported prose quotes upstream facts (a condition may say TODO)
   static constexpr std::string_view kPhrases[] = {
-      "not reproducible", "could not reproduce", "couldn't reproduce", "cannot be reproduced", "we could not",
-      "we couldn't", "we did not", "we have not", "on this build", "to be checked", "this cpu-only build",
-      "needs checking", "to be written"};
+      "not reproducible",    "could not reproduce", "couldn't reproduce", "cannot be reproduced", "we could not",
+      "we couldn't",         "we did not",          "we have not",        "on this build",        "to be checked",
+      "this cpu-only build", "needs checking",      "to be written"};
   static constexpr std::string_view kMarkers[] = {"TODO", "FIXME", "XXX", "TBD"};
   auto scan = [&](std::string_view field, const std::string& text) {
     std::string lower(text);
@@ -244,8 +245,9 @@ std::vector<Problem> lint(const Catalog& catalog) {
 
     if (lost > 0 && won == 0) {
       // Every example went elsewhere: the entry can never be the answer.
-      problems.push_back({e.where, e.id, "entry can never win: each of its match examples goes to another entry "
-                                         "(shadowed; give it a priority or a stricter template)"});
+      problems.push_back({e.where, e.id,
+                          "entry can never win: each of its match examples goes to another entry "
+                          "(shadowed; give it a priority or a stricter template)"});
     }
     if (!e.capture_names.empty()) {
       bool pinned = false;
@@ -315,7 +317,9 @@ void check_preflight_examples(const Entry& e, std::vector<Problem>& problems) {
     problems.push_back({e.where, e.id,
                         fmt::format("preflight needs examples.preflight with at least one 'fires' and one 'quiet' "
                                     "config (missing: {})",
-                                    !fires && !quiet ? "both" : !fires ? "fires" : "quiet")});
+                                    !fires && !quiet ? "both"
+                                    : !fires         ? "fires"
+                                                     : "quiet")});
 }
 
 }  // namespace

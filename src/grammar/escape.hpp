@@ -32,7 +32,9 @@ inline std::string escape_controls(std::string_view s) {
       continue;
     }
     std::uint32_t cp = c;
-    const auto cont = [&](std::size_t k) { return static_cast<std::uint32_t>(static_cast<unsigned char>(s[i + k]) & 0x3Fu); };
+    const auto cont = [&](std::size_t k) {
+      return static_cast<std::uint32_t>(static_cast<unsigned char>(s[i + k]) & 0x3Fu);
+    };
     if (n == 2) cp = ((c & 0x1Fu) << 6) | cont(1);
     if (n == 3) cp = ((c & 0x0Fu) << 12) | (cont(1) << 6) | cont(2);
     if ((cp >= 0x80 && cp <= 0x9F) || cp == 0x2028 || cp == 0x2029 || cp == 0xFFFE || cp == 0xFFFF)

@@ -41,13 +41,16 @@ std::optional<long long> whole_number(std::string_view s) {
 
 // Device spellings of libtorch (c10::DeviceType names, with an optional
 // index) and candle.
+// clang-format off
 const std::vector<std::string_view> kDevices = {"cpu",  "cuda", "mps",  "meta", "xpu", "hip",  "xla",  "lazy",
                                                 "vulkan", "metal", "npu", "hpu", "mtia", "ipu", "maia", "mkldnn",
                                                 "opengl", "opencl", "ideep", "ve", "fpga", "privateuseone"};
+// clang-format on
 
 // dtype spellings: libtorch ScalarType names and Python/torch names (compared
 // without case, with an optional "torch." or "c10::" prefix), candle's short
 // names, and the "auto" of transformers and vLLM.
+// clang-format off
 const std::vector<std::string_view> kDtypes = {
     "float",        "float32",      "f32",          "double",      "float64",        "f64",         "half",
     "float16",      "f16",          "bfloat16",     "bf16",        "int",            "int32",       "i32",
@@ -57,6 +60,7 @@ const std::vector<std::string_view> kDtypes = {
     "complexdouble", "complex128",  "complexhalf",  "qint8",       "quint8",         "qint32",      "float8_e4m3fn",
     "float8_e5m2",  "float8_e4m3fnuz", "float8_e5m2fnuz", "f8e4m3", "fp8",           "fp8_e4m3",    "fp8_e5m2",
     "auto"};
+// clang-format on
 
 bool known_dtype(std::string_view v) {
   std::string s = ascii_lower(v);
@@ -120,11 +124,11 @@ struct Registry {
                                  {"eager", "sdpa", "flash_attention_2", "flash_attention_3", "flex_attention",
                                   "paged_attention", "sdpa_paged", "eager_paged"});
     for (std::string_view k : {"attn_implementation", "_attn_implementation"}) rules.emplace_back(k, attn);
-    rules.emplace_back("cache_implementation",
-                       of_kind(KeyRule::Kind::one_of, "a cache implementation",
-                               {"dynamic", "static", "offloaded", "offloaded_static", "sliding_window", "hybrid",
-                                "hybrid_chunked", "offloaded_hybrid", "offloaded_hybrid_chunked", "mamba",
-                                "quantized"}));
+    rules.emplace_back(
+        "cache_implementation",
+        of_kind(KeyRule::Kind::one_of, "a cache implementation",
+                {"dynamic", "static", "offloaded", "offloaded_static", "sliding_window", "hybrid", "hybrid_chunked",
+                 "offloaded_hybrid", "offloaded_hybrid_chunked", "mamba", "quantized"}));
   }
 };
 
@@ -208,7 +212,8 @@ std::vector<CaptureUse> capture_uses(const Value& value) {
 }
 
 std::optional<std::string> capture_body(std::string_view pattern, std::string_view name) {
-  for (const std::string& open : {fmt::format("(?<{}>", name), fmt::format("(?P<{}>", name), fmt::format("(?'{}'", name)}) {
+  for (const std::string& open :
+       {fmt::format("(?<{}>", name), fmt::format("(?P<{}>", name), fmt::format("(?'{}'", name)}) {
     std::size_t at = pattern.find(open);
     // Skip "\(?<name>": an escaped parenthesis opens no group.
     while (at != std::string_view::npos && at > 0 && pattern[at - 1] == '\\') at = pattern.find(open, at + 1);
@@ -313,7 +318,8 @@ std::string known_keys() {
   return fmt::format("{}, and any 'device' or '*_device', 'dtype' or '*_dtype'", fmt::join(names, ", "));
 }
 
-std::optional<Value> check_value(std::string_view key, const Value& value, const ConfigAccess* config, std::string& why) {
+std::optional<Value> check_value(std::string_view key, const Value& value, const ConfigAccess* config,
+                                 std::string& why) {
   const KeyRule* rule = key_rule(key);
   if (!rule) return value;
   const std::string& t = value.text;
@@ -344,7 +350,8 @@ std::optional<Value> check_value(std::string_view key, const Value& value, const
     }
     case KeyRule::Kind::device:
       if (value.type != Value::Type::string || !known_device(t))
-        return refuse(fmt::format("{} is one of {} (with an optional ':N' index)", rule->what, fmt::join(kDevices, ", ")));
+        return refuse(
+            fmt::format("{} is one of {} (with an optional ':N' index)", rule->what, fmt::join(kDevices, ", ")));
       return Value{Value::Type::string, t};
     case KeyRule::Kind::dtype:
       if (value.type != Value::Type::string || !known_dtype(t))

@@ -33,7 +33,7 @@ struct CaptureUse {
 // "}}" are literal braces). Throws config_error on an unclosed '{', an empty
 // name or an unknown conversion.
 struct ValuePiece {
-  std::string literal;                // when !capture
+  std::string literal;  // when !capture
   std::optional<CaptureUse> capture;
 };
 std::vector<ValuePiece> parse_fix_value(std::string_view text);
@@ -62,11 +62,11 @@ std::string key_path_problem(std::string_view key);
 struct KeyRule {
   enum class Kind { integer, boolean, device, dtype, one_of };
   Kind kind = Kind::integer;
-  std::string_view what;                     // "a beam count", for reasons
-  long long min = 0, max = 0;                // integer range
+  std::string_view what;  // "a beam count", for reasons
+  long long min = 0, max = 0;  // integer range
   std::vector<std::string_view> bounded_by;  // config keys whose largest value bounds an integer
-  bool divides = false;                      // ... and which the value must divide
-  std::vector<std::string_view> allowed;     // one_of
+  bool divides = false;  // ... and which the value must divide
+  std::vector<std::string_view> allowed;  // one_of
 };
 const KeyRule* key_rule(std::string_view key);
 
@@ -77,7 +77,8 @@ std::string known_keys();
 // gives an integer, whatever the text's type); nullopt with `why` set when
 // it fails. `config` (may be null) supplies the bounds a rule takes from the
 // config's own values. A key without a rule keeps `value`.
-std::optional<Value> check_value(std::string_view key, const Value& value, const ConfigAccess* config, std::string& why);
+std::optional<Value> check_value(std::string_view key, const Value& value, const ConfigAccess* config,
+                                 std::string& why);
 
 // `text` as a value of `type` (boolean: true/false; integer: a whole number;
 // number: a decimal), or nullopt when it does not read as one.

@@ -39,6 +39,7 @@ inline void append_json_string(std::string& out, std::string_view s) {
       continue;
     }
     const unsigned char c = static_cast<unsigned char>(s[i]);
+    // clang-format off
     switch (c) {
       case '"': out += "\\\""; ++i; continue;
       case '\\': out += "\\\\"; ++i; continue;
@@ -49,6 +50,7 @@ inline void append_json_string(std::string& out, std::string_view s) {
       case '\f': out += "\\f"; ++i; continue;
       default: break;
     }
+    // clang-format on
     if (c < 0x20 || c == 0x7F) {
       out += "\\u00";
       out += kHex[c >> 4];
@@ -145,7 +147,7 @@ class JsonWriter {
   }
 
   std::string& out_;
-  bool first_ = true;       // nothing written yet in the current object or array
+  bool first_ = true;  // nothing written yet in the current object or array
   bool after_key_ = false;  // a key was written: its value follows without a separator
 };
 

@@ -12,8 +12,8 @@ using namespace detail;  // chars.hpp and text.hpp
 constexpr std::size_t npos = sv::npos;
 
 constexpr std::size_t kMaxPrefixTokens = 12;  // log prefixes never nest deeper in practice
-constexpr std::size_t kMaxTagBytes = 128;     // longest "[...]" / "(...)" taken for a log tag
-constexpr std::size_t kMaxClassBytes = 256;   // longest exception class name
+constexpr std::size_t kMaxTagBytes = 128;  // longest "[...]" / "(...)" taken for a log tag
+constexpr std::size_t kMaxClassBytes = 256;  // longest exception class name
 
 char to_lower(char c) { return is_upper(c) ? static_cast<char>(c - 'A' + 'a') : c; }
 
@@ -142,7 +142,7 @@ bool bracket_is_record(sv c, Level& level) {
     return rest.empty() || match_level(rest, 0, true, &level) != npos;  // env_logger: [ts LEVEL target]
   }
   if (match_level(c, 0, true, &level) != npos) return true;  // [error], [INFO|modeling_utils.py:123]
-  if (match_glog(c, 0) == c.size()) return true;              // [W1130 10:01:42.386 ProcessGroupNCCL.cpp:1250]
+  if (match_glog(c, 0) == c.size()) return true;  // [W1130 10:01:42.386 ProcessGroupNCCL.cpp:1250]
   // c10 warnings: "[W reducer.cpp:1389]"
   return c.size() > 2 && contains("IWEF", c[0]) && c[1] == ' ' && match_location(c, 2) == c.size();
 }
@@ -273,8 +273,8 @@ std::size_t match_tracing_target(sv s, std::size_t p) {
 std::size_t skip_separator(sv s, std::size_t end) {
   std::size_t r = end;
   while (r < s.size() && is_blank(s[r])) ++r;
-  const bool sep = r < s.size() && (s[r] == '|' || s[r] == ':' ||
-                                    (s[r] == '-' && (r + 1 == s.size() || is_blank(s[r + 1]))));
+  const bool sep =
+      r < s.size() && (s[r] == '|' || s[r] == ':' || (s[r] == '-' && (r + 1 == s.size() || is_blank(s[r + 1]))));
   if (!sep) return (end < s.size() && is_blank(s[end])) ? end + 1 : end;
   ++r;
   return (r < s.size() && is_blank(s[r])) ? r + 1 : r;
@@ -287,10 +287,10 @@ Level level_of(sv word, bool any_case) noexcept {
     sv text;
     Level level;
   };
-  static constexpr Word kLevels[] = {
-      {"CRITICAL", Level::error}, {"DEBUG", Level::other}, {"ERR", Level::error},    {"ERROR", Level::error},
-      {"FATAL", Level::error},    {"INFO", Level::other},  {"NOTICE", Level::other}, {"PANIC", Level::error},
-      {"TRACE", Level::other},    {"WARN", Level::other},  {"WARNING", Level::other}};
+  static constexpr Word kLevels[] = {{"CRITICAL", Level::error}, {"DEBUG", Level::other},  {"ERR", Level::error},
+                                     {"ERROR", Level::error},    {"FATAL", Level::error},  {"INFO", Level::other},
+                                     {"NOTICE", Level::other},   {"PANIC", Level::error},  {"TRACE", Level::other},
+                                     {"WARN", Level::other},     {"WARNING", Level::other}};
   // Cheap rejections first: the levels' lengths, and bare levels are upper case.
   if (word.size() < 3 || word.size() > 8 || (!any_case && !(is_upper(word[0]) && is_upper(word[1]))))
     return Level::none;
@@ -342,8 +342,7 @@ Prefix read_prefix(sv s) noexcept {
       if (e != npos) m = {e + python_logger_suffix(s, e), Token::level, level};
     }
     if (m.end == npos && last == Token::record) m = {match_tracing_target(s, q), Token::record, Level::none};
-    if (m.end == npos && last == Token::record && saw_timestamp)
-      m = {match_logger(s, q), Token::record, Level::none};
+    if (m.end == npos && last == Token::record && saw_timestamp) m = {match_logger(s, q), Token::record, Level::none};
     if (m.end == npos) m = {match_compose(s, q), Token::tag, Level::none};
     if (m.end == npos) break;
     pos = skip_separator(s, m.end);

@@ -38,8 +38,8 @@ enum class Level { none, other, error };
 Level level_of(sv word, bool any_case) noexcept;
 
 struct Prefix {
-  std::size_t length = 0;     // where the message starts: the tokens, their separators and one blank
-  bool record = false;        // a timestamp, a level or a record header: a log record of its own
+  std::size_t length = 0;  // where the message starts: the tokens, their separators and one blank
+  bool record = false;  // a timestamp, a level or a record header: a log record of its own
   Level level = Level::none;  // the first level the prefix states
 };
 
@@ -125,7 +125,7 @@ enum class Marker {
   c10_raised,
   c10_frame,
   rust_frame,  // indented: "   3: candle_core::...", "at src/x.rs:1:2"
-  exception,   // an exception line with nothing above it (strict)
+  exception,  // an exception line with nothing above it (strict)
 };
 Marker marker_of(sv t) noexcept;
 
@@ -166,8 +166,10 @@ inline std::size_t escape_end(sv s, std::size_t esc) {
   } else if (kind == ']') {
     ++i;
     while (i < n && s[i] != '\a' && s[i] != '\x1b' && s[i] != '\n') ++i;
-    if (i < n && s[i] == '\a') ++i;
-    else if (i + 1 < n && s[i] == '\x1b' && s[i + 1] == '\\') i += 2;
+    if (i < n && s[i] == '\a')
+      ++i;
+    else if (i + 1 < n && s[i] == '\x1b' && s[i + 1] == '\\')
+      i += 2;
   } else {
     while (i < n && s[i] >= 0x20 && s[i] <= 0x2F) ++i;
     if (i < n && s[i] >= 0x30 && s[i] <= 0x7E) ++i;

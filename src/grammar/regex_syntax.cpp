@@ -275,6 +275,7 @@ class Parser {
   // After '\' outside a class.
   std::size_t escape(std::size_t begin) {
     const char c = take("a '\\' at the end of the pattern");
+    // clang-format off
     switch (c) {
       case 'b': case 'B': case 'A': case 'z': case 'Z': case 'G': case '<': case '>': case '`': case '\'': case 'K':
         return leaf(Node::Kind::assertion, begin, static_cast<unsigned char>(c));
@@ -287,6 +288,7 @@ class Parser {
       case 'N': return set(any_but_newline(), begin);
       default: break;
     }
+    // clang-format on
     if (c >= '1' && c <= '9') {
       while (is_digit(peek())) ++i_;
       return leaf(Node::Kind::backref, begin);
@@ -297,15 +299,18 @@ class Parser {
   }
 
   void skip_to(char close, const char* what) {
-    while (take(what) != close) {
-    }
+    while (take(what) != close) {}
   }
   void skip_reference() {  // \g1 \g-1 \g{name} \k<name> \k'name' \k{name}
     const char c = peek();
-    if (c == '{') skip_to('}', "an unterminated back-reference name");
-    else if (c == '<') skip_to('>', "an unterminated back-reference name");
-    else if (c == '\'') { ++i_; skip_to('\'', "an unterminated back-reference name"); }
-    else {
+    if (c == '{')
+      skip_to('}', "an unterminated back-reference name");
+    else if (c == '<')
+      skip_to('>', "an unterminated back-reference name");
+    else if (c == '\'') {
+      ++i_;
+      skip_to('\'', "an unterminated back-reference name");
+    } else {
       if (c == '-') ++i_;
       while (is_digit(peek())) ++i_;
     }
@@ -315,6 +320,7 @@ class Parser {
   // class and out.
   std::optional<ByteSet> class_escape() {
     ByteSet s;
+    // clang-format off
     switch (peek()) {
       case 'd': case 'D': s = digit(); break;
       case 'w': case 'W': s = word(); break;
@@ -323,6 +329,7 @@ class Parser {
       case 'v': case 'V': s = vertical(); break;
       default: return std::nullopt;
     }
+    // clang-format on
     return is_upper(next()) ? ~s : s;
   }
 
@@ -421,6 +428,7 @@ class Parser {
     const bool negate = !name.empty() && name[0] == '^';
     if (negate) name.remove_prefix(1);
     ByteSet s;
+    // clang-format off
     if (name == "alpha") s = range('a', 'z') | range('A', 'Z');
     else if (name == "digit") s = digit();
     else if (name == "alnum") s = range('a', 'z') | range('A', 'Z') | digit();
@@ -432,6 +440,7 @@ class Parser {
     else if (name == "blank") s = horizontal();
     else if (name == "punct") s = range('!', '/') | range(':', '@') | range('[', '`') | range('{', '~');
     else s = ~ByteSet();  // other classes: assume anything
+    // clang-format on
     return negate ? ~s : s;
   }
 

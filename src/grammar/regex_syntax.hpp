@@ -23,45 +23,47 @@ inline constexpr int kMaxDepth = 200;  // nested groups; Boost itself refuses de
 
 struct Node {
   enum class Kind {
-    literal,     // one character as the engine reads it: `value` (a byte, or an escape's value)
-    set,         // one byte out of `set`: a class, '.', \d, \p{..} ...
-    seq,         // kids in order
-    alt,         // one of the kids
-    repeat,      // kids[0] between min and max times
-    group,       // kids[0] (a conditional: kids[1] is its look-around condition, if any)
-    assertion,   // ^ $ \b \B \A \z \Z \G \< \> \` \' \K: `value` is the character after '\' (or ^ $)
-    backref,     // \1 \k<name> \g{-1} (?P=name): text matched earlier
-    recursion,   // (?R) (?1) (?&name) (?P>name): a sub-pattern again
-    comment,     // (?#...)
-    set_flags,   // (?i) (?x-i) ...: flags for the rest of the enclosing group
+    literal,  // one character as the engine reads it: `value` (a byte, or an escape's value)
+    set,  // one byte out of `set`: a class, '.', \d, \p{..} ...
+    seq,  // kids in order
+    alt,  // one of the kids
+    repeat,  // kids[0] between min and max times
+    group,  // kids[0] (a conditional: kids[1] is its look-around condition, if any)
+    assertion,  // ^ $ \b \B \A \z \Z \G \< \> \` \' \K: `value` is the character after '\' (or ^ $)
+    backref,  // \1 \k<name> \g{-1} (?P=name): text matched earlier
+    recursion,  // (?R) (?1) (?&name) (?P>name): a sub-pattern again
+    comment,  // (?#...)
+    set_flags,  // (?i) (?x-i) ...: flags for the rest of the enclosing group
   };
   enum class Group {
-    capture,       // (...) (?<name>...) (?P<name>...) (?'name'...)
-    plain,         // (?:...) and flag-scoped (?i:...)
+    capture,  // (...) (?<name>...) (?P<name>...) (?'name'...)
+    plain,  // (?:...) and flag-scoped (?i:...)
     branch_reset,  // (?|...)
-    atomic,        // (?>...)
-    look_ahead,    // (?=...) (?!...)
-    look_behind,   // (?<=...) (?<!...)
-    conditional,   // (?(cond)yes|no)
+    atomic,  // (?>...)
+    look_ahead,  // (?=...) (?!...)
+    look_behind,  // (?<=...) (?<!...)
+    conditional,  // (?(cond)yes|no)
   };
   Kind kind = Kind::seq;
   Group group = Group::plain;
   std::uint32_t value = 0;
-  bool icase = false;           // literal or set read under (?i)
-  bool starts_char = true;      // literal: not a continuation byte of a raw UTF-8 character
-  bool negated = false;         // set written [^...]; look-around (?!...) (?<!...)
-  bool names_newline = false;   // set written [...] with a member \n or a raw newline
-  bool possessive = false;      // repeat: a++ a*+ ...
-  bool lazy = false;            // repeat: a+? ...
-  bool long_count = false;      // repeat: a count of more than six digits
-  bool quoted = false;          // literal inside \Q...\E
-  bool flag_scope = false;      // group: (?i:...) and the like
-  ByteSet set;                  // literal, set: the bytes it matches (case folded under (?i))
+  bool icase = false;  // literal or set read under (?i)
+  bool starts_char = true;  // literal: not a continuation byte of a raw UTF-8 character
+  bool negated = false;  // set written [^...]; look-around (?!...) (?<!...)
+  bool names_newline = false;  // set written [...] with a member \n or a raw newline
+  bool possessive = false;  // repeat: a++ a*+ ...
+  bool lazy = false;  // repeat: a+? ...
+  bool long_count = false;  // repeat: a count of more than six digits
+  bool quoted = false;  // literal inside \Q...\E
+  bool flag_scope = false;  // group: (?i:...) and the like
+  ByteSet set;  // literal, set: the bytes it matches (case folded under (?i))
   std::size_t min = 1, max = 1;  // repeat
   std::vector<std::size_t> kids;
   std::size_t begin = 0, end = 0;  // the node's text in the pattern: [begin, end)
 
-  bool look_around() const { return kind == Kind::group && (group == Group::look_ahead || group == Group::look_behind); }
+  bool look_around() const {
+    return kind == Kind::group && (group == Group::look_ahead || group == Group::look_behind);
+  }
 };
 
 // A parsed pattern. Children come before their parents in `nodes`, so a pass
@@ -78,7 +80,7 @@ struct Tree {
 
 struct ParseError {
   std::size_t offset = 0;  // byte in the pattern
-  std::string message;     // what is wrong there
+  std::string message;  // what is wrong there
 };
 
 struct ParseResult {

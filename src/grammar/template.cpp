@@ -54,14 +54,11 @@ bool is_ident_char(char c) { return is_ident_start(c) || is_digit(c); }
 // Python identifiers may be non-ASCII; scanning them whole lets the name check
 // reject them clearly instead of silently naming the capture after a fragment.
 bool is_high(char c) { return static_cast<unsigned char>(c) >= 0x80; }
-bool is_blank(char c) {
-  return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v';
-}
+bool is_blank(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v'; }
 bool one_of(char c, std::string_view set) { return set.find(c) != npos; }
 
 bool valid_capture_name(std::string_view name) {
-  return !name.empty() && is_ident_start(name.front()) &&
-         std::all_of(name.begin(), name.end(), is_ident_char);
+  return !name.empty() && is_ident_start(name.front()) && std::all_of(name.begin(), name.end(), is_ident_char);
 }
 
 const char* const kNameRule = "capture names are [A-Za-z_][A-Za-z0-9_]*";
@@ -137,10 +134,10 @@ enum class Pad { None, Before, After };
 struct Placeholder {
   std::size_t offset = 0;  // byte of its '{' or '%'
   Source source = Source::Anonymous;
-  std::string name;          // Named: from the template; otherwise resolved later
+  std::string name;  // Named: from the template; otherwise resolved later
   std::size_t argument = 0;  // Positional: the format argument it shows
   Shape shape = Shape::Line;
-  Pad pad = Pad::None;         // integer width padding, kept out of the capture
+  Pad pad = Pad::None;  // integer width padding, kept out of the capture
   bool sign_required = false;  // %+d always prints a sign
 };
 
@@ -168,8 +165,7 @@ class Parser {
         }
       } else if (c == '}') {
         if (!doubled) {
-          fail(i,
-               "unmatched '}' at offset " + std::to_string(i) + " (write '}}' for a literal '}')");
+          fail(i, "unmatched '}' at offset " + std::to_string(i) + " (write '}}' for a literal '}')");
         }
         add_literal("}");
         i += 2;
@@ -193,9 +189,7 @@ class Parser {
   }
 
  private:
-  [[noreturn]] static void fail(std::size_t at, const std::string& message) {
-    throw template_error(at, message);
-  }
+  [[noreturn]] static void fail(std::size_t at, const std::string& message) { throw template_error(at, message); }
 
   // A short quote of the template from `from`, for messages.
   std::string excerpt(std::size_t from, std::size_t to = npos) const {
@@ -237,9 +231,8 @@ class Parser {
       if (c == '\'' || c == '"') {
         const std::size_t end = string_end(t_, i);
         if (end == npos) {
-          fail(i, "unterminated string literal at offset " + std::to_string(i) +
-                      " in the placeholder " + excerpt(open) +
-                      " (write '{{' if that '{' is literal text)");
+          fail(i, "unterminated string literal at offset " + std::to_string(i) + " in the placeholder " +
+                      excerpt(open) + " (write '{{' if that '{' is literal text)");
         }
         i = end - 1;
       } else if (c == '(' || c == '[' || c == '{') {
@@ -247,8 +240,8 @@ class Parser {
       } else if (c == ')' || c == ']' || c == '}') {
         if (nesting.empty()) {
           if (c == '}') break;
-          fail(i, "unbalanced '" + std::string(1, c) + "' at offset " + std::to_string(i) +
-                      " in the placeholder " + excerpt(open, i + 1) + ": nothing opens it");
+          fail(i, "unbalanced '" + std::string(1, c) + "' at offset " + std::to_string(i) + " in the placeholder " +
+                      excerpt(open, i + 1) + ": nothing opens it");
         }
         if (nesting.back().first != c) {
           const std::size_t at = nesting.back().second;
@@ -269,9 +262,8 @@ class Parser {
       if (one_of(t_[i + 1], "rsa")) i += 2;
       if (i >= n) fail(open, unclosed(open));
       if (t_[i] == '!' || !one_of(t_[i], ":}")) {
-        fail(expr_end, "invalid conversion at offset " + std::to_string(expr_end) +
-                           " in the placeholder " + excerpt(open) +
-                           ": expected !r, !s or !a before ':' or '}'");
+        fail(expr_end, "invalid conversion at offset " + std::to_string(expr_end) + " in the placeholder " +
+                           excerpt(open) + ": expected !r, !s or !a before ':' or '}'");
       }
     }
 
@@ -300,15 +292,14 @@ class Parser {
 
     std::string_view expr = t_.substr(open + 1, expr_end - open - 1);
     const std::size_t last = expr.find_last_not_of(" \t\n\r\f\v");
-    const std::string_view right_trimmed =
-        last == npos ? std::string_view() : expr.substr(0, last + 1);
+    const std::string_view right_trimmed = last == npos ? std::string_view() : expr.substr(0, last + 1);
     // {expr=} prints "expr=" (spacing kept) before the value; `==`, `!=`,
     // `<=`, `>=` end comparisons, not self-documenting expressions.
     if (!right_trimmed.empty() && right_trimmed.back() == '=' &&
         (right_trimmed.size() < 2 || !one_of(right_trimmed[right_trimmed.size() - 2], "=!<>"))) {
       if (trim(right_trimmed.substr(0, right_trimmed.size() - 1)).empty()) {
-        fail(open, "placeholder " + excerpt(open, close + 1) + " at offset " +
-                       std::to_string(open) + " has no expression before its '='");
+        fail(open, "placeholder " + excerpt(open, close + 1) + " at offset " + std::to_string(open) +
+                       " has no expression before its '='");
       }
       add_literal(expr);
       expr = right_trimmed.substr(0, right_trimmed.size() - 1);
@@ -319,13 +310,12 @@ class Parser {
       p.source = Source::Positional;
       p.argument = implicit_++;
     } else if (name_text.empty()) {
-      fail(open, "empty placeholder " + excerpt(open, close + 1) + " at offset " +
-                     std::to_string(open) +
+      fail(open, "empty placeholder " + excerpt(open, close + 1) + " at offset " + std::to_string(open) +
                      ": only spaces between the braces (write '{}' for an anonymous placeholder)");
     } else if (std::all_of(name_text.begin(), name_text.end(), is_digit)) {
       if (name_text.size() > 6) {
-        fail(open, "positional index " + std::string(name_text) + " at offset " +
-                       std::to_string(open) + " is too large");
+        fail(open,
+             "positional index " + std::string(name_text) + " at offset " + std::to_string(open) + " is too large");
       }
       p.source = Source::Positional;
       p.argument = std::stoul(std::string(name_text));
@@ -334,9 +324,8 @@ class Parser {
       if (!p.name.empty()) {
         p.source = Source::Named;
         if (!valid_capture_name(p.name)) {
-          fail(open, "placeholder " + excerpt(open, close + 1) + " at offset " +
-                         std::to_string(open) + " gives the capture name " + quoted(p.name) +
-                         ", which is not valid (" + kNameRule + ")");
+          fail(open, "placeholder " + excerpt(open, close + 1) + " at offset " + std::to_string(open) +
+                         " gives the capture name " + quoted(p.name) + ", which is not valid (" + kNameRule + ")");
         }
       }
     }
@@ -362,8 +351,8 @@ class Parser {
         if (t_[j] == ')') --depth;
       }
       if (depth > 0) {
-        fail(pct, "unclosed '(' in the %-placeholder " + excerpt(pct) + " at offset " +
-                      std::to_string(pct) + " (write '%%' for a literal '%')");
+        fail(pct, "unclosed '(' in the %-placeholder " + excerpt(pct) + " at offset " + std::to_string(pct) +
+                      " (write '%%' for a literal '%')");
       }
       has_key = true;
       key = t_.substr(i + 1, j - i - 2);
@@ -392,9 +381,8 @@ class Parser {
     if (i < n && one_of(t_[i], "hlL")) ++i;  // length modifiers: accepted, ignored by Python
     if (i >= n || !one_of(t_[i], "diouxXeEfFgGcrsa")) {
       if (has_key) {
-        fail(pct, "incomplete %-placeholder " + excerpt(pct, i) + " at offset " +
-                      std::to_string(pct) + ": expected a conversion such as 's' or 'd' after " +
-                      quoted("%(" + std::string(key) + ")"));
+        fail(pct, "incomplete %-placeholder " + excerpt(pct, i) + " at offset " + std::to_string(pct) +
+                      ": expected a conversion such as 's' or 'd' after " + quoted("%(" + std::string(key) + ")"));
       }
       return npos;
     }
@@ -405,8 +393,7 @@ class Parser {
     if (has_key) {
       if (!valid_capture_name(key)) {
         fail(pct, "%-placeholder " + excerpt(pct, i) + " at offset " + std::to_string(pct) +
-                      " gives the capture name " + quoted(key) + ", which is not valid (" +
-                      kNameRule + ")");
+                      " gives the capture name " + quoted(key) + ", which is not valid (" + kNameRule + ")");
       }
       p.source = Source::Named;
       p.name = std::string(key);
@@ -443,7 +430,7 @@ std::string default_pattern(const Placeholder& p, bool at_end, std::string_view 
 // Gives every unnamed placeholder its name: one anonymous capture per `%s`,
 // per nameless expression and per distinct positional argument.
 void resolve_names(std::vector<Piece>& pieces, const std::vector<std::string>& anonymous_names) {
-  std::vector<Placeholder*> first_use;             // one per anonymous capture
+  std::vector<Placeholder*> first_use;  // one per anonymous capture
   std::map<std::size_t, std::size_t> by_argument;  // positional argument -> capture
   std::vector<std::pair<Placeholder*, std::size_t>> uses;
   for (Piece& piece : pieces) {
@@ -465,19 +452,15 @@ void resolve_names(std::vector<Piece>& pieces, const std::vector<std::string>& a
 
   const std::size_t have = first_use.size(), given = anonymous_names.size();
   if (given != 0 && given != have) {
-    const std::size_t at = have > given ? first_use[given]->offset
-                           : have > 0   ? first_use.back()->offset
-                                        : 0;
-    throw template_error(at, "template has " +
-                                 counted(have, "anonymous placeholder", "anonymous placeholders") +
+    const std::size_t at = have > given ? first_use[given]->offset : have > 0 ? first_use.back()->offset : 0;
+    throw template_error(at, "template has " + counted(have, "anonymous placeholder", "anonymous placeholders") +
                                  " but captures: lists " + counted(given, "name", "names"));
   }
   for (std::size_t k = 0; k < given; ++k) {
     if (!valid_capture_name(anonymous_names[k])) {
       throw template_error(first_use[k]->offset, "captures: entry " + std::to_string(k + 1) + " " +
-                                                     quoted(anonymous_names[k]) +
-                                                     " is not a valid capture name (" + kNameRule +
-                                                     ")");
+                                                     quoted(anonymous_names[k]) + " is not a valid capture name (" +
+                                                     kNameRule + ")");
     }
   }
   for (auto& [p, slot] : uses) {
@@ -491,9 +474,8 @@ void check_capture_patterns(const std::map<std::string, std::string>& capture_pa
     if (std::find(names.begin(), names.end(), name) == names.end()) {
       std::string have;
       for (const std::string& n : names) have += (have.empty() ? "" : ", ") + n;
-      throw template_error(
-          0, "capture_patterns names " + quoted(name) + ", which this template does not capture (" +
-                 (have.empty() ? "it has no captures" : "its captures: " + have) + ")");
+      throw template_error(0, "capture_patterns names " + quoted(name) + ", which this template does not capture (" +
+                                  (have.empty() ? "it has no captures" : "its captures: " + have) + ")");
     }
     if (pattern.empty()) {
       throw template_error(0, "capture_patterns: the pattern for " + quoted(name) + " is empty");
@@ -503,8 +485,8 @@ void check_capture_patterns(const std::map<std::string, std::string>& capture_pa
     try {
       boost::regex check(pattern, boost::regex::perl);
     } catch (const boost::regex_error& e) {
-      throw template_error(0, "capture_patterns: the pattern for " + quoted(name) +
-                                  " is not a valid regex: " + e.what());
+      throw template_error(0,
+                           "capture_patterns: the pattern for " + quoted(name) + " is not a valid regex: " + e.what());
     }
   }
 }
@@ -542,8 +524,7 @@ std::string regex_escape(std::string_view text) {
   return out;
 }
 
-CompiledTemplate compile_template(std::string_view tmpl,
-                                  const std::vector<std::string>& anonymous_names,
+CompiledTemplate compile_template(std::string_view tmpl, const std::vector<std::string>& anonymous_names,
                                   const std::map<std::string, std::string>& capture_patterns) {
   std::vector<Piece> pieces = Parser(tmpl).parse();
   resolve_names(pieces, anonymous_names);
@@ -578,8 +559,7 @@ CompiledTemplate compile_template(std::string_view tmpl,
       out.regex += custom != capture_patterns.end() ? custom->second : default_pattern(p, at_end, next);
       out.regex += ")";
     } else {
-      out.regex +=
-          "\\k<" + p.name + ">";  // Boost 1.74 also reads \g{name}; this is Perl's own spelling
+      out.regex += "\\k<" + p.name + ">";  // Boost 1.74 also reads \g{name}; this is Perl's own spelling
     }
     if (p.pad == Pad::After) out.regex += " *";
   }
@@ -602,8 +582,7 @@ CompiledTemplate compile_template(std::string_view tmpl,
     try {
       boost::regex check(out.regex, boost::regex::perl);
     } catch (const boost::regex_error& e) {
-      throw template_error(
-          0, std::string("the regex built from this template does not compile: ") + e.what());
+      throw template_error(0, std::string("the regex built from this template does not compile: ") + e.what());
     }
   }
   return out;

@@ -14,16 +14,15 @@ namespace errshim::detail {
 
 // A template that cannot be compiled; `offset` is the byte in the template.
 struct template_error : std::runtime_error {
-  template_error(std::size_t offset, const std::string& message)
-      : std::runtime_error(message), offset(offset) {}
+  template_error(std::size_t offset, const std::string& message) : std::runtime_error(message), offset(offset) {}
   std::size_t offset;
 };
 
 struct CompiledTemplate {
-  std::string regex;                       // Boost.Regex (perl syntax), unanchored
+  std::string regex;  // Boost.Regex (perl syntax), unanchored
   std::vector<std::string> capture_names;  // distinct names, in order of first appearance
-  std::size_t literal_length = 0;          // literal characters: the specificity measure
-  std::vector<std::string> literals;       // the literal runs between placeholders, in order
+  std::size_t literal_length = 0;  // literal characters: the specificity measure
+  std::vector<std::string> literals;  // the literal runs between placeholders, in order
 };
 
 // Placeholder forms recognised (a template mixes them freely):
@@ -47,8 +46,7 @@ struct CompiledTemplate {
 // spaces trimmed by the matcher).
 // Throws template_error on an unbalanced '{' or '}', an empty or invalid
 // placeholder, a name count mismatch, or a template with no literal text.
-CompiledTemplate compile_template(std::string_view tmpl,
-                                  const std::vector<std::string>& anonymous_names = {},
+CompiledTemplate compile_template(std::string_view tmpl, const std::vector<std::string>& anonymous_names = {},
                                   const std::map<std::string, std::string>& capture_patterns = {});
 
 // Escapes `text` so Boost.Regex (perl syntax) matches it literally.

@@ -20,17 +20,17 @@ bool starts_with(std::string_view s, std::string_view head) { return s.substr(0,
 // The spelling families a dtype is written in. A config keeps one of them;
 // the hint (a dtype the config already holds) says which.
 enum Family : std::size_t {
-  kLibtorch,      // c10::ScalarType names, as libtorch messages print them: Float, Half, BFloat16
-  kTorch,         // Python: torch.float16
+  kLibtorch,  // c10::ScalarType names, as libtorch messages print them: Float, Half, BFloat16
+  kTorch,  // Python: torch.float16
   kTransformers,  // config.json / from_pretrained strings: "float16", "bfloat16", "auto"
-  kCandleLower,   // candle's DType::as_str and serde form: f16, bf16
-  kCandleUpper,   // candle's Debug form, as its messages print it: F16, BF16
+  kCandleLower,  // candle's DType::as_str and serde form: f16, bf16
+  kCandleUpper,  // candle's Debug form, as its messages print it: F16, BF16
   kFamilies,
 };
 
 struct DtypeRow {
   std::array<std::string_view, kFamilies> spelling;  // "" where the family has none
-  std::vector<std::string_view> aliases;             // more spellings read (lower case), never written
+  std::vector<std::string_view> aliases;  // more spellings read (lower case), never written
 };
 
 const std::vector<DtypeRow>& dtype_rows() {
@@ -89,7 +89,8 @@ Family default_family(ConfigKind kind) {
   }
 }
 
-std::optional<std::string> map_dtype(std::string_view value, const std::string* hint, ConfigKind kind, std::string& why) {
+std::optional<std::string> map_dtype(std::string_view value, const std::string* hint, ConfigKind kind,
+                                     std::string& why) {
   const DtypeHit hit = find_dtype(value);
   if (!hit.row) {
     why = fmt::format("'{}' is not a dtype errshim knows (libtorch, torch, transformers or candle spelling)",
@@ -119,11 +120,13 @@ std::optional<std::string> map_dtype(std::string_view value, const std::string* 
 
 // Device types of libtorch (c10::DeviceType, lower case as torch.device takes
 // them) and candle. A libtorch message prints "CUDA", "CPU", "MPS", "Meta".
-const std::vector<std::string_view> kTorchDevices = {"cpu", "cuda", "mps", "meta", "xpu", "hip", "xla", "lazy",
-                                                     "vulkan", "npu", "hpu", "mtia", "ipu", "maia", "privateuseone"};
+const std::vector<std::string_view> kTorchDevices = {"cpu", "cuda", "mps",  "meta",   "xpu",
+                                                     "hip", "xla",  "lazy", "vulkan", "npu",
+                                                     "hpu", "mtia", "ipu",  "maia",   "privateuseone"};
 const std::vector<std::string_view> kCandleDevices = {"cpu", "cuda", "metal"};
 
-std::optional<std::string> map_device(std::string_view value, const std::string* hint, ConfigKind kind, std::string& why) {
+std::optional<std::string> map_device(std::string_view value, const std::string* hint, ConfigKind kind,
+                                      std::string& why) {
   const std::size_t colon = value.find(':');
   std::string type = ascii_lower(value.substr(0, colon));
   const std::string_view index = colon == std::string_view::npos ? std::string_view() : value.substr(colon + 1);
@@ -154,15 +157,16 @@ std::optional<std::string> map_device(std::string_view value, const std::string*
 // ---- attention and cache implementations ------------------------------------------
 
 struct NameRow {
-  std::string_view name;                   // transformers' spelling, the one written
-  std::vector<std::string_view> aliases;   // read (compared in lower case, '-' as '_')
+  std::string_view name;  // transformers' spelling, the one written
+  std::vector<std::string_view> aliases;  // read (compared in lower case, '-' as '_')
 };
 
 const std::vector<NameRow>& attn_rows() {
   static const std::vector<NameRow> rows = {
       {"eager", {"manual", "math", "torchattn"}},
       {"sdpa", {"scaled_dot_product_attention", "torch_sdpa", "sdpa_attention"}},
-      {"flash_attention_2", {"flash_attn_2", "flash_attn2", "flashattention2", "flash_attention2", "fa2", "flash_attn"}},
+      {"flash_attention_2",
+       {"flash_attn_2", "flash_attn2", "flashattention2", "flash_attention2", "fa2", "flash_attn"}},
       {"flash_attention_3", {"flash_attn_3", "flash_attn3", "flashattention3", "flash_attention3", "fa3"}},
       {"flex_attention", {"flex"}},
       {"paged_attention", {}},
@@ -213,26 +217,28 @@ std::optional<std::string> map_name(const std::vector<NameRow>& rows, std::strin
 const std::vector<std::string_view> kGenerationKeys = {
     "max_length", "max_new_tokens", "min_length", "min_new_tokens", "early_stopping", "max_time", "stop_strings",
     "do_sample", "num_beams", "num_beam_groups", "penalty_alpha", "dola_layers", "use_cache", "cache_implementation",
-    "cache_config", "return_legacy_cache", "prefill_chunk_size", "temperature", "top_k", "top_p", "min_p",
-    "typical_p", "epsilon_cutoff", "eta_cutoff", "diversity_penalty", "repetition_penalty",
-    "encoder_repetition_penalty", "length_penalty", "no_repeat_ngram_size", "bad_words_ids", "force_words_ids",
-    "renormalize_logits", "constraints", "forced_bos_token_id", "forced_eos_token_id", "remove_invalid_values",
-    "exponential_decay_length_penalty", "suppress_tokens", "begin_suppress_tokens", "forced_decoder_ids",
-    "sequence_bias", "token_healing", "guidance_scale", "low_memory", "watermarking_config", "num_return_sequences",
-    "output_attentions", "output_hidden_states", "output_scores", "output_logits", "return_dict_in_generate",
-    "pad_token_id", "bos_token_id", "eos_token_id", "encoder_no_repeat_ngram_size", "decoder_start_token_id",
-    "is_assistant", "num_assistant_tokens", "num_assistant_tokens_schedule", "assistant_confidence_threshold",
-    "prompt_lookup_num_tokens", "max_matching_ngram_size", "assistant_early_exit", "assistant_lookbehind",
-    "target_lookbehind", "disable_compile", "compile_config", "transformers_version", "_from_model_config",
+    "cache_config", "return_legacy_cache", "prefill_chunk_size", "temperature", "top_k", "top_p", "min_p", "typical_p",
+    "epsilon_cutoff", "eta_cutoff", "diversity_penalty", "repetition_penalty", "encoder_repetition_penalty",
+    "length_penalty", "no_repeat_ngram_size", "bad_words_ids", "force_words_ids", "renormalize_logits", "constraints",
+    "forced_bos_token_id", "forced_eos_token_id", "remove_invalid_values", "exponential_decay_length_penalty",
+    "suppress_tokens", "begin_suppress_tokens", "forced_decoder_ids", "sequence_bias", "token_healing",
+    "guidance_scale", "low_memory", "watermarking_config", "num_return_sequences", "output_attentions",
+    "output_hidden_states", "output_scores", "output_logits", "return_dict_in_generate", "pad_token_id", "bos_token_id",
+    "eos_token_id", "encoder_no_repeat_ngram_size", "decoder_start_token_id", "is_assistant", "num_assistant_tokens",
+    "num_assistant_tokens_schedule", "assistant_confidence_threshold", "prompt_lookup_num_tokens",
+    "max_matching_ngram_size", "assistant_early_exit", "assistant_lookbehind", "target_lookbehind", "disable_compile",
+    "compile_config", "transformers_version", "_from_model_config",
     // cache_config's own keys, reached as cache_config.<key>
     "backend", "nbits", "axis_key", "axis_value", "q_group_size", "residual_length", "compute_dtype", "device"};
 
 // generate() takes the generation keys and these arguments of its own.
+// clang-format off
 const std::vector<std::string_view> kGenerateArguments = {
     "generation_config", "logits_processor", "stopping_criteria", "prefix_allowed_tokens_fn", "synced_gpus",
     "assistant_model", "streamer", "negative_prompt_ids", "negative_prompt_attention_mask", "use_model_defaults",
     "custom_generate", "tokenizer", "assistant_tokenizer", "input_ids", "inputs", "attention_mask",
     "past_key_values", "cache_position", "position_ids", "decoder_input_ids", "encoder_outputs"};
+// clang-format on
 
 bool listed(const std::vector<std::string_view>& keys, std::string_view key) {
   return std::find(keys.begin(), keys.end(), key) != keys.end();
@@ -251,8 +257,8 @@ std::string_view to_string(Vocabulary v) noexcept {
 }
 
 std::optional<Vocabulary> parse_vocabulary(std::string_view name) noexcept {
-  for (Vocabulary v : {Vocabulary::dtype, Vocabulary::device, Vocabulary::attn_implementation,
-                       Vocabulary::cache_implementation})
+  for (Vocabulary v :
+       {Vocabulary::dtype, Vocabulary::device, Vocabulary::attn_implementation, Vocabulary::cache_implementation})
     if (to_string(v) == name) return v;
   return std::nullopt;
 }

@@ -61,15 +61,17 @@ Value resolve_plain(std::string_view s) {
 
 bool plain_would_retype(std::string_view s) {
   if (s.empty()) return true;
-  if (any_of(s, {"~", "null", "Null", "NULL", "y", "Y", "yes", "Yes", "YES", "n", "N", "no", "No", "NO", "true",
-                 "True", "TRUE", "false", "False", "FALSE", "on", "On", "ON", "off", "Off", "OFF", "=", "<<"}))
+  if (any_of(s,
+             {"~",    "null", "Null", "NULL",  "y",     "Y",     "yes", "Yes", "YES", "n",   "N",   "no",  "No", "NO",
+              "true", "True", "TRUE", "false", "False", "FALSE", "on",  "On",  "ON",  "off", "Off", "OFF", "=",  "<<"}))
     return true;
   std::string_view body = s;
   if (body.front() == '+' || body.front() == '-') body.remove_prefix(1);
   if (any_of(body, {".inf", ".Inf", ".INF", ".nan", ".NaN", ".NAN"})) return true;
   // Numbers in every base and with `_`, sexagesimals, and timestamps all
   // start with a digit (or `.digit`) and use only these characters.
-  const bool numeric_start = !body.empty() && (is_digit(body[0]) || (body[0] == '.' && body.size() > 1 && is_digit(body[1])));
+  const bool numeric_start =
+      !body.empty() && (is_digit(body[0]) || (body[0] == '.' && body.size() > 1 && is_digit(body[1])));
   return numeric_start && body.find_first_not_of("0123456789abcdefABCDEFoOxXtTzZ_.:+- ") == std::string_view::npos;
 }
 

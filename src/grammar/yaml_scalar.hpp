@@ -10,10 +10,10 @@
 
 namespace errshim::detail {
 
-bool core_null(std::string_view s);   // "", "~", null, Null, NULL
-bool core_true(std::string_view s);   // true, True, TRUE
+bool core_null(std::string_view s);  // "", "~", null, Null, NULL
+bool core_true(std::string_view s);  // true, True, TRUE
 bool core_false(std::string_view s);  // false, False, FALSE
-bool core_int(std::string_view s);    // [-+]?[0-9]+
+bool core_int(std::string_view s);  // [-+]?[0-9]+
 bool core_float(std::string_view s);  // [-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?
 
 // A plain (unquoted) scalar's Value by the core schema; a quoted scalar is

@@ -66,7 +66,8 @@ Context Context::parse(std::string_view text) {
     item = trim(item);
     const std::size_t eq = item.find('=');
     if (eq == std::string_view::npos || trim(item.substr(0, eq)).empty() || trim(item.substr(eq + 1)).empty())
-      throw std::invalid_argument(fmt::format("context item '{}' is not KEY=VALUE (e.g. transformers=4.57,device=metal)", item));
+      throw std::invalid_argument(
+          fmt::format("context item '{}' is not KEY=VALUE (e.g. transformers=4.57,device=metal)", item));
     c.values[std::string(trim(item.substr(0, eq)))] = std::string(trim(item.substr(eq + 1)));
   }
   return c;
@@ -128,7 +129,12 @@ bool version_in_range(std::string_view version, std::string_view range) {
       throw std::invalid_argument(
           fmt::format("version condition '{}' needs an operator and a version, like '>=4.45' or '<4.54'", cond));
     const int c = compare_versions(version, bound);
-    const bool ok = op == ">=" ? c >= 0 : op == "<=" ? c <= 0 : op == ">" ? c > 0 : op == "<" ? c < 0 : op == "==" ? c == 0 : c != 0;
+    const bool ok = op == ">="   ? c >= 0
+                    : op == "<=" ? c <= 0
+                    : op == ">"  ? c > 0
+                    : op == "<"  ? c < 0
+                    : op == "==" ? c == 0
+                                 : c != 0;
     if (!ok) return false;
   }
   return true;

@@ -13,9 +13,9 @@ namespace errshim {
 // How an entry's scope relates to a context.
 enum class ScopeFit {
   contradicted,  // the context says the entry cannot apply: never chosen
-  unknown,       // the entry is scoped but the context does not say: chosen last
-  general,       // the entry has no scope
-  confirmed,     // the context satisfies every condition of the scope
+  unknown,  // the entry is scoped but the context does not say: chosen last
+  general,  // the entry has no scope
+  confirmed,  // the context satisfies every condition of the scope
 };
 
 // Where `scope` stands against `context`. An empty scope is `general`.

@@ -63,8 +63,10 @@ std::size_t match_timestamp(sv s, std::size_t i) {
       ++q;
     } else if ((at(s, q, '+') || at(s, q, '-')) && digits(s, q + 1, 3) == 2) {
       q += 3;
-      if (at(s, q, ':') && digits(s, q + 1, 3) == 2) q += 3;
-      else if (digits(s, q, 3) == 2) q += 2;
+      if (at(s, q, ':') && digits(s, q + 1, 3) == 2)
+        q += 3;
+      else if (digits(s, q, 3) == 2)
+        q += 2;
     }
     p = q;
   } else if (!date) {
@@ -187,7 +189,8 @@ std::size_t match_number(sv s, std::size_t i) {
   std::size_t p = i + digits(s, i);
   if (p == i) return 0;
   while (at(s, p, '.') && digits(s, p + 1) > 0) p += 1 + digits(s, p + 1);
-  if ((at(s, p, 'e') || at(s, p, 'E')) && (digits(s, p + 1) > 0 || ((at(s, p + 1, '-') || at(s, p + 1, '+')) && digits(s, p + 2) > 0)))
+  if ((at(s, p, 'e') || at(s, p, 'E')) &&
+      (digits(s, p + 1) > 0 || ((at(s, p + 1, '-') || at(s, p + 1, '+')) && digits(s, p + 2) > 0)))
     p += (is_digit(s[p + 1]) ? 1 : 2) + digits(s, p + (is_digit(s[p + 1]) ? 1 : 2));
   return p - i;
 }
@@ -270,9 +273,10 @@ Fingerprint fingerprint(std::string_view error_text) {
     const Segment& root = n.segments.front();
     sv message = root.text;
     if (root.exception_class.empty())
-      if (const std::size_t at_class = exception_class_at(message); at_class != sv::npos) message.remove_prefix(at_class);
-    text = root.exception_class.empty() ? mask_variables(message)
-                                        : root.exception_class + ": " + mask_variables(message);
+      if (const std::size_t at_class = exception_class_at(message); at_class != sv::npos)
+        message.remove_prefix(at_class);
+    text =
+        root.exception_class.empty() ? mask_variables(message) : root.exception_class + ": " + mask_variables(message);
   } else {
     text = mask_variables(error_text);
   }

@@ -22,7 +22,7 @@ namespace errshim::detail {
 namespace {
 
 constexpr std::size_t kMaxWidth = std::size_t{1} << 30;  // wider counts as unbounded
-constexpr int kMaxDepth = 64;                             // group nesting analysed
+constexpr int kMaxDepth = 64;  // group nesting analysed
 
 std::size_t add_width(std::size_t a, std::size_t b) {
   if (a == kUnbounded || b == kUnbounded) return kUnbounded;
@@ -186,7 +186,8 @@ class Analyser {
       if (!ok_) break;
       if (min >= 1) {
         for (RequiredRun& r : inner.runs)
-          s.runs.push_back({std::move(r.text), add_width(s.max_width, r.max_offset), !s.newline && r.single_line_prefix});
+          s.runs.push_back(
+              {std::move(r.text), add_width(s.max_width, r.max_offset), !s.newline && r.single_line_prefix});
       }
       s.max_width = add_width(s.max_width, times_width(inner.max_width, max));
       if (max != 0) s.newline |= inner.newline;
@@ -296,7 +297,8 @@ void grams_of(std::string_view text, std::vector<std::uint64_t>& grams, std::vec
     // Rotate-xor per byte (no multiply chain), mixed once at the end: a
     // collision only makes a word look commoner, never hides a match.
     std::uint64_t h = 0;
-    for (; i < text.size() && is_word_byte(text[i]); ++i) h = ((h << 7) | (h >> 57)) ^ static_cast<unsigned char>(text[i]);
+    for (; i < text.size() && is_word_byte(text[i]); ++i)
+      h = ((h << 7) | (h >> 57)) ^ static_cast<unsigned char>(text[i]);
     h = mix(h + 0x9E3779B97F4A7C15ull);
     words.push_back(h);
     grams.push_back(h);
@@ -378,7 +380,8 @@ KeyChoice choose_keys(const std::vector<RegexLiterals>& patterns) {
       double p = 1;  // a run without words is least preferred
       for (std::uint64_t w : words) p *= (static_cast<double>(df.get(w)) + 1.0) / entries;
       const double independent = std::log2(std::max(p, 1e-300));
-      std::uint32_t rarest = patterns.size() + 1 > 0xFFFFFFFFu ? 0xFFFFFFFFu : static_cast<std::uint32_t>(patterns.size());
+      std::uint32_t rarest =
+          patterns.size() + 1 > 0xFFFFFFFFu ? 0xFFFFFFFFu : static_cast<std::uint32_t>(patterns.size());
       for (std::uint64_t g : grams) rarest = std::min(rarest, df.get(g));
       const double shared = std::log2((static_cast<double>(rarest) + 1.0) / entries);
       // Ties: longer (11+ bytes use the index's fast lane).

@@ -16,7 +16,7 @@ inline constexpr std::size_t kUnbounded = static_cast<std::size_t>(-1);
 struct RequiredRun {
   std::string text;
   std::size_t max_offset = kUnbounded;  // most bytes a match can have before the run
-  bool single_line_prefix = false;      // the part of a match before the run never holds '\n'
+  bool single_line_prefix = false;  // the part of a match before the run never holds '\n'
 };
 
 struct RegexLiterals {

@@ -25,17 +25,17 @@ namespace {
 using sv = std::string_view;
 constexpr std::size_t npos = sv::npos;
 
-constexpr std::size_t kMaxLookBack = 256;      // lines taken above a c10 backtrace or "Caused by:"
+constexpr std::size_t kMaxLookBack = 256;  // lines taken above a c10 backtrace or "Caused by:"
 constexpr std::size_t kMaxOldPanicLines = 64;  // lines an old-style quoted panic message may span
-constexpr int kMaxDebugDepth = 8;              // nesting followed in a Rust Debug value
+constexpr int kMaxDebugDepth = 8;  // nesting followed in a Rust Debug value
 
 // ------------------------------------------------------------------ text helpers
 
 using detail::is_blank;
 using detail::is_digit;
 using detail::is_ident;
-using detail::is_upper;
 using detail::is_space;
+using detail::is_upper;
 using detail::ltrim;
 using detail::rtrim;
 using detail::starts_with;
@@ -222,8 +222,8 @@ std::size_t numbered_colon(sv t) {
 
 // Lines that open a wrapper of their own, so they end any message before them.
 bool starts_structure(sv t) {
-  return is_traceback_header(t) || is_chain_marker(t) || is_rust_error(t) || is_c10_raised(t) ||
-         is_terminate(t) || panic_rest(t).has_value();
+  return is_traceback_header(t) || is_chain_marker(t) || is_rust_error(t) || is_c10_raised(t) || is_terminate(t) ||
+         panic_rest(t).has_value();
 }
 
 // "path:12:5" closing an old-style panic line after "', ".
@@ -244,8 +244,10 @@ std::size_t old_panic_end(sv line) {
 // Index after the string literal opening at p (an unterminated one runs to the end).
 std::size_t skip_string(sv s, std::size_t p) {
   for (++p; p < s.size(); ++p) {
-    if (s[p] == '\\') ++p;
-    else if (s[p] == '"') return p + 1;
+    if (s[p] == '\\')
+      ++p;
+    else if (s[p] == '"')
+      return p + 1;
   }
   return s.size();
 }
@@ -314,9 +316,7 @@ std::string unescape_rust(sv s) {
         }
         break;
       }
-      default:
-        out += '\\';
-        out += e;
+      default: out += '\\'; out += e;
     }
   }
   return out;
@@ -397,7 +397,7 @@ void strip_old_c10_context(std::string& text) {
 // ---------------------------------------------------------------------- parser
 
 struct Line {
-  sv text;                  // prefix removed, trailing blanks removed
+  sv text;  // prefix removed, trailing blanks removed
   std::uint64_t signature;  // of the removed prefix, 0 when none
 };
 
@@ -419,8 +419,7 @@ struct Scratch {
 class Parser {
  public:
   // `plain` is scratch space, reused across calls.
-  Parser(const std::vector<Line>& lines, std::vector<bool>& plain)
-      : lines_(lines), n_(lines.size()), plain_(plain) {
+  Parser(const std::vector<Line>& lines, std::vector<bool>& plain) : lines_(lines), n_(lines.size()), plain_(plain) {
     plain_.assign(n_, false);
   }
 
@@ -673,8 +672,8 @@ class Parser {
       bool in_frames = false;  // candle's WithBacktrace Display appends indented frames
       for (; j < n_; ++j) {
         const sv t = text(j);
-        if (t.empty() || sig(j) != signature || is_caused_by(t) || is_backtrace_header(t) ||
-            is_rust_note(t) || t == "Location:")
+        if (t.empty() || sig(j) != signature || is_caused_by(t) || is_backtrace_header(t) || is_rust_note(t) ||
+            t == "Location:")
           break;
         if (indented(t) && (in_frames || is_rust_frame(t))) {
           in_frames = true;
@@ -748,8 +747,7 @@ class Parser {
     std::size_t j = i + 1;
     for (; j < n_; ++j) {
       const sv t = text(j);
-      if (t.empty() || sig(j) != sig(i) || is_rust_note(t) || is_backtrace_header(t) || starts_structure(t))
-        break;
+      if (t.empty() || sig(j) != sig(i) || is_rust_note(t) || is_backtrace_header(t) || starts_structure(t)) break;
       message.add_line(t);
     }
     emit_panic(message.take());

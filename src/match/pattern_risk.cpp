@@ -36,13 +36,13 @@ std::size_t mul(std::size_t a, std::size_t b) {
 
 // What the risk analysis reads from a node of the shared tree.
 enum class Shape {
-  chars,       // one byte out of a set
-  seq,         // kids in order
-  alt,         // one of the kids
-  repeat,      // kids[0] between min and max times
-  group,       // kids[0]; an atomic group never gives back what it matched
+  chars,  // one byte out of a set
+  seq,  // kids in order
+  alt,  // one of the kids
+  repeat,  // kids[0] between min and max times
+  group,  // kids[0]; an atomic group never gives back what it matched
   zero_width,  // anchors, \b, look-arounds, comments, flag settings
-  opaque,      // back-references, recursion: any text
+  opaque,  // back-references, recursion: any text
 };
 
 Shape shape_of(const regex::Node& n) {
@@ -78,15 +78,15 @@ bool trade(const Runs& a, const Runs& b) { return (a.first & b.first).any() && (
 
 struct Facts {
   std::size_t min = 0, max = 0;  // length in bytes
-  Set chars;                     // every byte a match can hold
-  Set first, last;               // bytes a non-empty match starts / ends with
+  Set chars;  // every byte a match can hold
+  Set first, last;  // bytes a non-empty match starts / ends with
   // Bytes of variable runs inside that no mandatory part beside them is
   // disjoint from: a repetition of this node cannot tell where one run's
   // text ends and the next repetition's begins ((.*,)+ on ",,,,").
   Set unseparated;
-  Runs head_var, tail_var;       // variable-count repeats at the edges (nested shape)
-  Runs head_inf, tail_inf;       // unbounded repeats at the edges (adjacent shape)
-  std::size_t bad_alt = kInf;    // a node: an alternation with overlapping branches inside (backtracking reaches it)
+  Runs head_var, tail_var;  // variable-count repeats at the edges (nested shape)
+  Runs head_inf, tail_inf;  // unbounded repeats at the edges (adjacent shape)
+  std::size_t bad_alt = kInf;  // a node: an alternation with overlapping branches inside (backtracking reaches it)
 };
 
 class Analysis {
@@ -380,12 +380,14 @@ void append_backtracking_problems(const Entry& e, std::vector<Problem>& problems
   if (auto risk = backtracking_risk(e.pattern)) {
     const bool from_template = !e.template_text.empty();
     if (!from_template || risk->kind != BacktrackingRisk::Kind::adjacent_quantifiers)
-      problems.push_back({e.where, e.id, fmt::format("{} may backtrack catastrophically: {}",
-                                                     from_template ? "the template's regex" : "pattern", risk->why)});
+      problems.push_back({e.where, e.id,
+                          fmt::format("{} may backtrack catastrophically: {}",
+                                      from_template ? "the template's regex" : "pattern", risk->why)});
   }
   for (const std::string& u : e.unless)
     if (auto risk = backtracking_risk(u))
-      problems.push_back({e.where, e.id, fmt::format("'unless' pattern may backtrack catastrophically: {}", risk->why)});
+      problems.push_back(
+          {e.where, e.id, fmt::format("'unless' pattern may backtrack catastrophically: {}", risk->why)});
 }
 
 }  // namespace errshim::detail

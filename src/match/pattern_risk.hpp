@@ -34,13 +34,13 @@ namespace errshim::detail {
 
 struct BacktrackingRisk {
   enum class Kind {
-    nested_quantifiers,       // exponential
+    nested_quantifiers,  // exponential
     overlapping_alternation,  // exponential
-    adjacent_quantifiers,     // polynomial (quadratic or worse per start position)
+    adjacent_quantifiers,  // polynomial (quadratic or worse per start position)
   };
   Kind kind;
-  std::string why;          // one line naming the fragments at fault
-  std::size_t offset = 0;   // byte in the pattern where the shape starts
+  std::string why;  // one line naming the fragments at fault
+  std::size_t offset = 0;  // byte in the pattern where the shape starts
 };
 
 // The first risky shape in `pattern` (Boost perl syntax, as the matcher

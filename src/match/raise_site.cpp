@@ -96,15 +96,18 @@ bool read_python_frame(sv t, StatedSite& out) {
   const std::size_t comma = rest.find(',');
   const int line = parse_line_number(rtrim(rest.substr(0, comma)));
   std::string function;
-  if (comma != sv::npos && starts_with(rest.substr(comma), ", in ")) function = std::string(rtrim(rest.substr(comma + 5)));
+  if (comma != sv::npos && starts_with(rest.substr(comma), ", in "))
+    function = std::string(rtrim(rest.substr(comma + 5)));
   // Only library code says where a library raised.
   std::string library;
   for (sv root : {sv("/site-packages/"), sv("/dist-packages/")}) {
     const std::size_t r = path.rfind(root);
     if (r == std::string::npos) continue;
     const sv inside = sv(path).substr(r + root.size());
-    if (starts_with(inside, "transformers/")) library = "transformers";
-    else if (starts_with(inside, "torch/")) library = "torch";
+    if (starts_with(inside, "transformers/"))
+      library = "transformers";
+    else if (starts_with(inside, "torch/"))
+      library = "torch";
     if (!library.empty()) path.erase(0, r + root.size());
     break;
   }
@@ -182,9 +185,12 @@ bool rust_frame_symbol(sv t, sv& symbol) {
 
 sv normalised_path(sv p) {
   for (;;) {
-    if (starts_with(p, "./")) p.remove_prefix(2);
-    else if (starts_with(p, "../")) p.remove_prefix(3);
-    else return p;
+    if (starts_with(p, "./"))
+      p.remove_prefix(2);
+    else if (starts_with(p, "../"))
+      p.remove_prefix(3);
+    else
+      return p;
   }
 }
 
@@ -218,10 +224,12 @@ std::vector<StatedSite> stated_sites(std::string_view message) {
         t.find("During handling of the above exception") != sv::npos) {
       close_traceback();
     } else if (read_python_frame(t, s)) {
-      auto same = std::find_if(frames.begin(), frames.end(),
-                               [&](const StatedSite& f) { return f.library == s.library; });
-      if (same != frames.end()) *same = std::move(s);
-      else frames.push_back(std::move(s));
+      auto same =
+          std::find_if(frames.begin(), frames.end(), [&](const StatedSite& f) { return f.library == s.library; });
+      if (same != frames.end())
+        *same = std::move(s);
+      else
+        frames.push_back(std::move(s));
       pos = next;
       continue;
     }
@@ -266,8 +274,10 @@ SiteFit site_fit(const SourcePin& pin, const StatedSite& site) {
     // A module path: the pin's file, without ".rs" or "/mod.rs", is a
     // prefix of it below the crate's src/.
     sv stem = p;
-    if (ends_with(stem, "/mod.rs")) stem.remove_suffix(7);
-    else if (ends_with(stem, ".rs")) stem.remove_suffix(3);
+    if (ends_with(stem, "/mod.rs"))
+      stem.remove_suffix(7);
+    else if (ends_with(stem, ".rs"))
+      stem.remove_suffix(3);
     const std::size_t src = stem.find("/src/");
     file = src != sv::npos && starts_with(s, stem) && (s.size() == stem.size() || s[stem.size()] == '/');
   } else {

@@ -55,7 +55,8 @@ KeyPath parse_key_path(std::string_view dotted) {
   std::size_t start = 0;
   while (true) {
     const std::size_t dot = dotted.find('.', start);
-    const std::string_view part = dotted.substr(start, dot == std::string_view::npos ? std::string_view::npos : dot - start);
+    const std::string_view part =
+        dotted.substr(start, dot == std::string_view::npos ? std::string_view::npos : dot - start);
     // An empty part ("a..b", ".a", "") names nothing; say so rather than
     // address a key "" that no config means.
     if (part.empty()) throw config_error(fmt::format("key path '{}' has an empty part", dotted));
@@ -168,7 +169,8 @@ Value to_value(const YAML::Node& n, ConfigTree::Format format) {
   }
   const std::string& s = n.Scalar();
   if (quoted(n)) return {Value::Type::string, s};
-  if (format == ConfigTree::Format::json && one_of(s, {"NaN", "Infinity", "-Infinity"})) return {Value::Type::number, s};
+  if (format == ConfigTree::Format::json && one_of(s, {"NaN", "Infinity", "-Infinity"}))
+    return {Value::Type::number, s};
   // yaml-cpp gives a plain null its own node type, so what reaches here is
   // never null; the rule is the catalog's.
   Value v = detail::resolve_plain(s);
@@ -197,7 +199,10 @@ std::optional<unsigned> hex4(std::string_view s, std::size_t at) {
   unsigned v = 0;
   for (std::size_t i = at; i < at + 4; ++i) {
     const char c = s[i];
-    const int d = is_digit(c) ? c - '0' : (c >= 'a' && c <= 'f') ? c - 'a' + 10 : (c >= 'A' && c <= 'F') ? c - 'A' + 10 : -1;
+    const int d = is_digit(c)              ? c - '0'
+                  : (c >= 'a' && c <= 'f') ? c - 'a' + 10
+                  : (c >= 'A' && c <= 'F') ? c - 'A' + 10
+                                           : -1;
     if (d < 0) return std::nullopt;
     v = v * 16 + static_cast<unsigned>(d);
   }
@@ -280,8 +285,10 @@ class Checker {
     if (++nodes_ > kMaxNodes)
       throw config_error(located(name_, n.Mark(), fmt::format("aliases expand to more than {} nodes", kMaxNodes)));
     const std::string& tag = n.Tag();
-    if (json_ && !tag.empty() && tag != "?" && tag != "!") fail(n, fmt::format("YAML tag '{}' in a JSON document", tag));
-    if (!writable_tag(tag)) fail(n, fmt::format("YAML tag '{}' cannot be written back; remove it or spell it as a plain '!name'", tag));
+    if (json_ && !tag.empty() && tag != "?" && tag != "!")
+      fail(n, fmt::format("YAML tag '{}' in a JSON document", tag));
+    if (!writable_tag(tag))
+      fail(n, fmt::format("YAML tag '{}' cannot be written back; remove it or spell it as a plain '!name'", tag));
     if (n.IsMap() || n.IsSequence()) {
       for (const YAML::Node& a : open_)
         if (a.is(n)) fail(n, "an alias refers to a node that contains it");
@@ -315,7 +322,8 @@ class Checker {
         fail(key, fmt::format("a config key may not carry a YAML tag ('{}')", key.Tag()));
       // yaml-cpp keeps both copies of a repeated key; a fix would change the
       // first while the program reads the last.
-      if (key.IsScalar() && !seen.insert(key.Scalar()).second) fail(key, fmt::format("duplicate key '{}'", key.Scalar()));
+      if (key.IsScalar() && !seen.insert(key.Scalar()).second)
+        fail(key, fmt::format("duplicate key '{}'", key.Scalar()));
       // A control character would be written back as an escape (one byte
       // becomes six), which can push the key past the 1024 characters YAML
       // allows a simple key, so the dumped config would not read back.
@@ -543,7 +551,9 @@ std::optional<YAML::Node> child(const YAML::Node& parent, const std::string& par
   return std::nullopt;
 }
 
-KeyPath prefix(const KeyPath& path, std::size_t n) { return KeyPath(path.begin(), path.begin() + static_cast<std::ptrdiff_t>(n)); }
+KeyPath prefix(const KeyPath& path, std::size_t n) {
+  return KeyPath(path.begin(), path.begin() + static_cast<std::ptrdiff_t>(n));
+}
 
 void collect(const YAML::Node& n, std::string_view key, KeyPath& path, std::vector<KeyPath>& out) {
   if (n.IsMap()) {
@@ -579,17 +589,17 @@ void collect(const YAML::Node& n, std::string_view key, KeyPath& path, std::vect
 struct Src {
   enum class Kind { scalar, null, map, seq, alias };
   Kind kind = Kind::null;
-  std::size_t region = 0;        // where the value's text may be replaced from (just after ':' or '-')
+  std::size_t region = 0;  // where the value's text may be replaced from (just after ':' or '-')
   std::size_t start = 0, end = 0;  // the value's own text: a scalar with its quotes, a container, an alias
-  bool flow = false;             // in flow style (JSON is): values are separated by ','
-  char style = 0;                // scalar: '\'' '"' 'p'lain '|' (block scalar)
-  std::size_t col = 0;           // column of a container's own keys or dashes
-  std::size_t owner_col = 0;     // column of the key or dash this value belongs to
-  bool bare = false;             // a key without ':' (its value is null)
-  int self = -1;                 // this node's index among the nodes written out (not aliases, not nulls)
-  int anchor = -1;               // the node an alias names (its `self`)
+  bool flow = false;  // in flow style (JSON is): values are separated by ','
+  char style = 0;  // scalar: '\'' '"' 'p'lain '|' (block scalar)
+  std::size_t col = 0;  // column of a container's own keys or dashes
+  std::size_t owner_col = 0;  // column of the key or dash this value belongs to
+  bool bare = false;  // a key without ':' (its value is null)
+  int self = -1;  // this node's index among the nodes written out (not aliases, not nulls)
+  int anchor = -1;  // the node an alias names (its `self`)
   std::vector<std::size_t> key_start, key_end;  // a map's keys
-  std::vector<Src> kids;         // a map's values, a list's items
+  std::vector<Src> kids;  // a map's values, a list's items
 };
 
 struct SourceMap {
@@ -660,8 +670,10 @@ class Locator {
     if (c == '"') {
       style = '"';
       for (std::size_t k = i + 1; k < t_.size(); ++k) {
-        if (t_[k] == '\\') ++k;
-        else if (t_[k] == '"') return k + 1;
+        if (t_[k] == '\\')
+          ++k;
+        else if (t_[k] == '"')
+          return k + 1;
       }
       bad();
     }
@@ -669,8 +681,10 @@ class Locator {
       style = '\'';
       for (std::size_t k = i + 1; k < t_.size(); ++k) {
         if (t_[k] == '\'') {
-          if (at(k + 1) == '\'') ++k;
-          else return k + 1;
+          if (at(k + 1) == '\'')
+            ++k;
+          else
+            return k + 1;
         }
       }
       bad();
@@ -772,7 +786,8 @@ class Locator {
           if (key.Mark().pos + offset_ != p) bad();
           // A key is on one line; a plain one in block style may hold '{' or ','.
           char style = 0;
-          const std::size_t key_end = at(p) == '"' || at(p) == '\'' ? scalar_end(p, true, 0, style) : plain_line_end(p, s.flow);
+          const std::size_t key_end =
+              at(p) == '"' || at(p) == '\'' ? scalar_end(p, true, 0, style) : plain_line_end(p, s.flow);
           s.key_start.push_back(p);
           s.key_end.push_back(key_end);
           std::size_t colon = skip(key_end, false);
@@ -885,7 +900,8 @@ class Locator {
 // join_surrogate_escapes): no span starts or ends inside a joined pair.
 void shift_positions(Src& s, const std::vector<std::pair<std::size_t, std::size_t>>& shifts) {
   const auto given = [&](std::size_t p) {
-    auto it = std::upper_bound(shifts.begin(), shifts.end(), std::make_pair(p, std::numeric_limits<std::size_t>::max()));
+    auto it =
+        std::upper_bound(shifts.begin(), shifts.end(), std::make_pair(p, std::numeric_limits<std::size_t>::max()));
     return it == shifts.begin() ? p : p + std::prev(it)->second;
   };
   s.region = given(s.region), s.start = given(s.start), s.end = given(s.end);
@@ -1047,7 +1063,9 @@ class Splicer {
     if (s.flow) {
       // Multi-line when its last entry starts a line of its own.
       const bool lines = last > 0 && only_blanks(line_start(s.key_start[last - 1]), s.key_start[last - 1]);
-      const std::string indent = lines ? t_.substr(line_start(s.key_start[last - 1]), s.key_start[last - 1] - line_start(s.key_start[last - 1])) : std::string();
+      const std::string indent = lines ? t_.substr(line_start(s.key_start[last - 1]),
+                                                   s.key_start[last - 1] - line_start(s.key_start[last - 1]))
+                                       : std::string();
       std::string add;
       for (const auto& [k, v] : created) {
         if (last > 0 || !add.empty()) add += lines ? "," + eol_ + indent : ", ";
@@ -1183,7 +1201,8 @@ class Splicer {
   // Text a YAML reader takes back as the same plain scalar, in any context.
   static bool plain_safe(std::string_view s, bool flow) {
     if (s.empty() || s.front() == ' ' || s.back() == ' ' || s.back() == ':') return false;
-    if (std::strchr("-?:,[]{}#&*!|>'\"%@`", s.front()) && !(s.front() == '-' && s.size() > 1 && s[1] != ' ')) return false;
+    if (std::strchr("-?:,[]{}#&*!|>'\"%@`", s.front()) && !(s.front() == '-' && s.size() > 1 && s[1] != ' '))
+      return false;
     if (s.find(": ") != std::string_view::npos || s.find(" #") != std::string_view::npos) return false;
     if (flow && s.find_first_of(",[]{}") != std::string_view::npos) return false;
     return s.find_first_of("\t") == std::string_view::npos && detail::valid_utf8(s);
@@ -1334,16 +1353,18 @@ ConfigTree ConfigTree::parse(std::string_view text, std::string name) {
   try {
     std::istringstream in(input);
     YAML::Parser parser(in);
-    for (int i = 0; i < 2 && parser.HandleNextDocument(starts); ++i) {
-    }
+    for (int i = 0; i < 2 && parser.HandleNextDocument(starts); ++i) {}
     if (starts.documents > 0) root = YAML::Load(input);
   } catch (const YAML::Exception& e) {
     throw config_error(located(name, e.mark, e.msg));
   }
-  if (starts.documents == 0) throw config_error(fmt::format("{}: the document is empty; a config must be a mapping", name));
-  if (starts.documents > 1) throw config_error(located(name, starts.second, "more than one document; a config is one mapping"));
+  if (starts.documents == 0)
+    throw config_error(fmt::format("{}: the document is empty; a config must be a mapping", name));
+  if (starts.documents > 1)
+    throw config_error(located(name, starts.second, "more than one document; a config is one mapping"));
   if (!root.IsMap())
-    throw config_error(located(name, root.Mark(), fmt::format("the document is {}; a config must be a mapping", kind_of(root))));
+    throw config_error(
+        located(name, root.Mark(), fmt::format("the document is {}; a config must be a mapping", kind_of(root))));
   Checker(name, format == Format::json).check(root);
 
   auto impl = std::make_unique<Impl>();
@@ -1367,10 +1388,14 @@ ConfigTree ConfigTree::load(const std::filesystem::path& path) {
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec)) throw config_error(fmt::format("{}: is a directory", path.string()));
   std::ifstream in(path, std::ios::binary);
-  if (!in) throw config_error(fmt::format("{}: cannot open: {}", path.string(), std::error_code(errno, std::generic_category()).message()));
+  if (!in)
+    throw config_error(
+        fmt::format("{}: cannot open: {}", path.string(), std::error_code(errno, std::generic_category()).message()));
   std::ostringstream text;
   text << in.rdbuf();
-  if (in.bad()) throw config_error(fmt::format("{}: cannot read: {}", path.string(), std::error_code(errno, std::generic_category()).message()));
+  if (in.bad())
+    throw config_error(
+        fmt::format("{}: cannot read: {}", path.string(), std::error_code(errno, std::generic_category()).message()));
   return parse(text.str(), path.string());
 }
 
@@ -1398,8 +1423,7 @@ std::optional<std::string> ConfigTree::Impl::splice() const {
   try {
     const ConfigTree again = ConfigTree::parse(*out, name);
     if (same_tree(again.impl_->root, root, format)) return out;
-  } catch (const config_error&) {
-  }
+  } catch (const config_error&) {}
   return std::nullopt;
 }
 
@@ -1413,8 +1437,7 @@ std::string ConfigTree::dump() const {
   try {
     const ConfigTree again = ConfigTree::parse(out, impl_->name);
     if (same_tree(again.impl_->root, impl_->root, impl_->format)) return out;
-  } catch (const config_error&) {
-  }
+  } catch (const config_error&) {}
   throw config_error(fmt::format(
       "{}: cannot write the changed config so that it reads back as changed (its layout is one errshim does not "
       "reproduce); nothing was written: make the change by hand, or rewrite the file as plain block YAML or JSON",
@@ -1511,7 +1534,8 @@ std::unique_ptr<ConfigAccess> ConfigTree::clone() const { return std::make_uniqu
 
 void ConfigTree::assign_from(const ConfigAccess& other) {
   const auto* tree = dynamic_cast<const ConfigTree*>(&other);
-  if (!tree) throw config_error(fmt::format("{}: cannot take the state of a config that is not a ConfigTree", impl_->name));
+  if (!tree)
+    throw config_error(fmt::format("{}: cannot take the state of a config that is not a ConfigTree", impl_->name));
   *this = *tree;  // copy assignment clones: *this never shares nodes with `other`
 }
 

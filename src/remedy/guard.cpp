@@ -20,8 +20,7 @@ void collect(std::exception_ptr error, std::string& out, int depth) {
     else
       out += "\nCaused by: " + std::string(e.what());
     if (auto* nested = dynamic_cast<const std::nested_exception*>(&e)) collect(nested->nested_ptr(), out, depth + 1);
-  } catch (...) {
-  }
+  } catch (...) {}
 }
 }  // namespace
 
@@ -29,8 +28,7 @@ std::string exception_text(std::exception_ptr error) {
   std::string out;
   try {
     collect(error, out, 0);
-  } catch (...) {
-  }
+  } catch (...) {}
   return out;
 }
 

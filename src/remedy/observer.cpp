@@ -111,8 +111,7 @@ void ObserverHandle::reset() noexcept {
     try {
       std::lock_guard<std::mutex> lock(slot_->mutex);
       slot_->live = false;
-    } catch (...) {
-    }
+    } catch (...) {}
   }
   slot_.reset();
 }

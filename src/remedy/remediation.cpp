@@ -68,7 +68,8 @@ namespace {
 
 std::string value_text(const std::optional<Value>& v) {
   if (!v) return "(absent)";
-  return v->type == Value::Type::string ? detail::json_quote(v->text) : (v->type == Value::Type::null ? "null" : v->text);
+  return v->type == Value::Type::string ? detail::json_quote(v->text)
+                                        : (v->type == Value::Type::null ? "null" : v->text);
 }
 
 // Whether a key named in a policy list ("dtype", "generation_config.dtype")
@@ -144,7 +145,8 @@ std::optional<detail::Vocabulary> vocabulary_for(const Fix& fix, const std::stri
 
 // A value of the same vocabulary the config already holds, which says how
 // this config spells one: the key itself, else a sibling key of its kind.
-std::optional<std::string> spelling_hint(const ConfigAccess& config, const KeyPath& path, detail::Vocabulary vocabulary) {
+std::optional<std::string> spelling_hint(const ConfigAccess& config, const KeyPath& path,
+                                         detail::Vocabulary vocabulary) {
   const auto text_at = [&](const KeyPath& p) -> std::optional<std::string> {
     const std::optional<Value> v = config.get(p);
     if (v && v->type == Value::Type::string && !v->text.empty()) return v->text;
@@ -153,7 +155,9 @@ std::optional<std::string> spelling_hint(const ConfigAccess& config, const KeyPa
   if (auto own = text_at(path)) return own;
   std::vector<std::string_view> siblings;
   switch (vocabulary) {
-    case detail::Vocabulary::dtype: siblings = {"torch_dtype", "dtype", "compute_dtype", "cache_dtype", "kv_cache_dtype"}; break;
+    case detail::Vocabulary::dtype:
+      siblings = {"torch_dtype", "dtype", "compute_dtype", "cache_dtype", "kv_cache_dtype"};
+      break;
     case detail::Vocabulary::device: siblings = {"device", "cache_device"}; break;
     default: break;
   }
@@ -178,16 +182,18 @@ Value checked_value(const KeyPath& path, const std::string& fix_key, const Value
     // Lint holds a shipped catalog's captures to this; a catalog that was not
     // linted gets the same rule here, on the text itself.
     if (said && !use.numeric() && !detail::value_spelling(*said))
-      throw value_refused(fmt::format("capture '{}' holds '{}', which is not spelled like a config value (letters, "
-                                      "digits and '_.:+-' only)",
-                                      use.name, said->substr(0, 80)));
+      throw value_refused(
+          fmt::format("capture '{}' holds '{}', which is not spelled like a config value (letters, "
+                      "digits and '_.:+-' only)",
+                      use.name, said->substr(0, 80)));
     const std::vector<KeyPath> found = config.find(use.name);
     if (found.size() != 1) continue;
     const std::optional<Value> held = config.get(found.front());
     if (held && held->type != Value::Type::null && said && *said != held->text)
-      throw value_refused(fmt::format("the message says {} is '{}' but the config holds {} = {}: the error is not "
-                                      "about this config",
-                                      use.name, said->substr(0, 80), to_string(found.front()), value_text(held)));
+      throw value_refused(
+          fmt::format("the message says {} is '{}' but the config holds {} = {}: the error is not "
+                      "about this config",
+                      use.name, said->substr(0, 80), to_string(found.front()), value_text(held)));
   }
   const std::string key = to_string(path);
   // Into the config's own vocabulary before anything else: a libtorch
@@ -196,7 +202,8 @@ Value checked_value(const KeyPath& path, const std::string& fix_key, const Value
   if (const auto vocabulary = vocabulary_for(fix, fix_key, path); vocabulary && v.type == Value::Type::string) {
     const std::optional<std::string> hint = spelling_hint(config, path, *vocabulary);
     std::string why;
-    const std::optional<std::string> mapped = detail::map_value(*vocabulary, v.text, hint ? &*hint : nullptr, kind, why);
+    const std::optional<std::string> mapped =
+        detail::map_value(*vocabulary, v.text, hint ? &*hint : nullptr, kind, why);
     if (!mapped)
       throw value_refused(fmt::format("value '{}' for '{}' is refused: {}; it is not written as the message spelled it",
                                       v.text.substr(0, 80), key, why));
@@ -232,13 +239,15 @@ std::vector<Change> apply_fix(const Fix& fix, const Diagnosis& d, ConfigAccess& 
       // A key the config lacks: created only where the fix says so, and
       // never in a kind of config that is not read for it.
       if (detail::kind_reads(kind, to_string(*r.path)) == false)
-        throw value_refused(fmt::format("'{}' is not read from a {} config, so creating it there would change "
-                                        "nothing; set it where it is read",
-                                        to_string(*r.path), to_string(kind)));
+        throw value_refused(
+            fmt::format("'{}' is not read from a {} config, so creating it there would change "
+                        "nothing; set it where it is read",
+                        to_string(*r.path), to_string(kind)));
       if (!fix_lists(fix.create, key, *r.path))
-        throw value_refused(fmt::format("the config has no key '{}', and this fix changes only keys the config has "
-                                        "(it does not say 'create')",
-                                        to_string(*r.path)));
+        throw value_refused(
+            fmt::format("the config has no key '{}', and this fix changes only keys the config has "
+                        "(it does not say 'create')",
+                        to_string(*r.path)));
     }
     const Value v = checked_value(*r.path, key, raw, fix, d, config, kind);
     Change c{*r.path, std::move(before), v, false};
@@ -275,7 +284,8 @@ std::vector<Change> apply_fix(const Fix& fix, const Diagnosis& d, ConfigAccess& 
 // Why the policy rules a step out before touching the config, or "".
 std::string policy_refusal(const Fix& fix, const Diagnosis& d, const ConfigAccess& config, const Policy& policy) {
   if (fix.safety == Safety::manual) return "this remedy needs a person (safety: manual)";
-  if (const ConfigKind kind = kind_of(config, policy); kind != ConfigKind::unknown && !fix.config_kinds.empty() &&
+  if (const ConfigKind kind = kind_of(config, policy);
+      kind != ConfigKind::unknown && !fix.config_kinds.empty() &&
       std::find(fix.config_kinds.begin(), fix.config_kinds.end(), to_string(kind)) == fix.config_kinds.end())
     return fmt::format("this fix applies to {} configs, and this is a {} config", fmt::join(fix.config_kinds, ", "),
                        to_string(kind));
@@ -290,7 +300,8 @@ std::string policy_refusal(const Fix& fix, const Diagnosis& d, const ConfigAcces
     if (!r.path) return r.problem;
     if (any_key_matches(policy.pinned_keys, *r.path))
       return fmt::format("key '{}' is pinned: the user set it on purpose", to_string(*r.path));
-    if (any_key_matches(policy.deny_keys, *r.path)) return fmt::format("key '{}' is denied by the policy", to_string(*r.path));
+    if (any_key_matches(policy.deny_keys, *r.path))
+      return fmt::format("key '{}' is denied by the policy", to_string(*r.path));
     if (!policy.allow_keys.empty() && !any_key_matches(policy.allow_keys, *r.path))
       return fmt::format("key '{}' is not in the policy's allowed keys", to_string(*r.path));
   }
@@ -419,14 +430,17 @@ Value resolve_value(const Value& value, const Diagnosis& d) {
     const detail::CaptureUse& use = *piece.capture;
     const std::string& name = use.name;
     const std::string* captured = d.capture(name);
-    if (!captured) throw config_error(fmt::format("fix value '{}' uses capture '{}', which the message did not give", s, name));
+    if (!captured)
+      throw config_error(fmt::format("fix value '{}' uses capture '{}', which the message did not give", s, name));
     std::string v = *captured;
     const std::string& conv = use.conversion;
     if (conv == "lower" || conv == "upper") {
-      for (char& c : v) c = static_cast<char>(conv == "lower" ? std::tolower(static_cast<unsigned char>(c))
-                                                              : std::toupper(static_cast<unsigned char>(c)));
+      for (char& c : v)
+        c = static_cast<char>(conv == "lower" ? std::tolower(static_cast<unsigned char>(c))
+                                              : std::toupper(static_cast<unsigned char>(c)));
     } else if (conv == "int") {
-      const auto b = std::find_if(v.begin(), v.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); });
+      const auto b =
+          std::find_if(v.begin(), v.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); });
       const auto e = std::find_if(b, v.end(), [](char c) { return !std::isdigit(static_cast<unsigned char>(c)); });
       if (b == v.end()) throw config_error(fmt::format("capture '{}' = '{}' holds no number", name, v));
       v.assign(b, e);
@@ -458,13 +472,15 @@ Value resolve_value(const Value& value, const Diagnosis& d) {
 
 std::string root_cause_problem(const Diagnosis& d) {
   if (d.segment_index != 0)
-    return fmt::format("not applied: the error was found in part {} of the message (a later chained error), not at "
-                       "its root cause; text there may come from a prompt",
-                       d.segment_index + 1);
+    return fmt::format(
+        "not applied: the error was found in part {} of the message (a later chained error), not at "
+        "its root cause; text there may come from a prompt",
+        d.segment_index + 1);
   std::string_view before = std::string_view(d.segment).substr(0, std::min(d.offset, d.segment.size()));
   // Rust's todo!/unimplemented!/unreachable! put these before the message
   // they were given: the upstream's own text follows.
-  for (std::string_view macro : {"not implemented: ", "not yet implemented: ", "internal error: entered unreachable code: "})
+  for (std::string_view macro :
+       {"not implemented: ", "not yet implemented: ", "internal error: entered unreachable code: "})
     if (before.substr(0, macro.size()) == macro) before.remove_prefix(macro.size());
   if (before.find('\n') != std::string_view::npos)
     return "not applied: the error text starts on a later line of the message, not at its start; text there may "
@@ -476,9 +492,10 @@ std::string root_cause_problem(const Diagnosis& d) {
     return std::isalnum(static_cast<unsigned char>(c)) || c == ' ' || c == '_' || c == ',' || c == '.' || c == '-';
   });
   if (before.size() > kMaxLeadIn || !plain)
-    return fmt::format("not applied: the error text is preceded by '{}' in the message, so it is quoted or echoed "
-                       "text (a prompt, say), not the error raised",
-                       before.substr(0, 60));
+    return fmt::format(
+        "not applied: the error text is preceded by '{}' in the message, so it is quoted or echoed "
+        "text (a prompt, say), not the error raised",
+        before.substr(0, 60));
   return {};
 }
 
@@ -542,12 +559,10 @@ void RemediationSession::record(Decision d) {
   // Observers must not break the host's recovery: their exceptions stop here.
   try {
     if (policy_.on_decision) policy_.on_decision(d);
-  } catch (...) {
-  }
+  } catch (...) {}
   try {
     if (policy_.metrics) policy_.metrics->count(d);
-  } catch (...) {
-  }
+  } catch (...) {}
   report_.decisions.push_back(std::move(d));
 }
 
@@ -590,8 +605,7 @@ bool RemediationSession::on_failure(ConfigAccess& next) {
     // Like on_decision: an observer's exception must not replace the host's error.
     try {
       if (policy_.on_match) policy_.on_match(event);
-    } catch (...) {
-    }
+    } catch (...) {}
     detail::report_lookup(event);
   }
 
@@ -609,9 +623,9 @@ bool RemediationSession::on_failure(ConfigAccess& next) {
       x.reason = "after the fix the call failed with an error errshim does not recognise: " +
                  exception_text(error).substr(0, 300);
       record(x);
-      throw remediation_error(*last_, std::move(report_),
-                              fmt::format("{} [errshim applied {} fix(es); then: {}]", one_line_summary(*last_), applied_,
-                                          x.reason));
+      throw remediation_error(
+          *last_, std::move(report_),
+          fmt::format("{} [errshim applied {} fix(es); then: {}]", one_line_summary(*last_), applied_, x.reason));
     }
     std::rethrow_exception(error);
   }
@@ -635,8 +649,7 @@ bool RemediationSession::on_failure(ConfigAccess& next) {
     record(std::move(x));
     throw remediation_error(*d, std::move(report_), one_line_summary(*d));
   }
-  if (applied_ >= policy_.max_retries)
-    give_up(*d, fmt::format("the retry bound ({}) is reached", policy_.max_retries));
+  if (applied_ >= policy_.max_retries) give_up(*d, fmt::format("the retry bound ({}) is reached", policy_.max_retries));
 
   // A config type of the host's may throw anything while a fix is chosen;
   // give up with the original error rather than let that replace it. (Given

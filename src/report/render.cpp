@@ -26,8 +26,10 @@ std::string_view safety_name(Safety s) { return to_string(s); }
 
 std::string fix_changes(const Fix& f) {
   std::vector<std::string> parts;
-  for (const auto& [k, v] : f.set) parts.push_back(fmt::format("set {}={}", k, v.type == Value::Type::string ? detail::json_quote(v.text) : v.text));
-  for (const auto& [k, v] : f.requires_set) parts.push_back(fmt::format("set {}={}", k, v.type == Value::Type::string ? detail::json_quote(v.text) : v.text));
+  for (const auto& [k, v] : f.set)
+    parts.push_back(fmt::format("set {}={}", k, v.type == Value::Type::string ? detail::json_quote(v.text) : v.text));
+  for (const auto& [k, v] : f.requires_set)
+    parts.push_back(fmt::format("set {}={}", k, v.type == Value::Type::string ? detail::json_quote(v.text) : v.text));
   for (const auto& k : f.remove) parts.push_back(fmt::format("remove {}", k));
   if (!f.action.empty()) parts.push_back(fmt::format("action {}", f.action));
   return fmt::format("{}", fmt::join(parts, ", "));
@@ -92,7 +94,8 @@ std::string unmatched_json() {
 }
 
 std::string source_url(const SourcePin& p) {
-  std::string url = fmt::format("https://github.com/{}/blob/{}/{}", p.repo, p.commit.empty() ? "HEAD" : p.commit, p.path);
+  std::string url =
+      fmt::format("https://github.com/{}/blob/{}/{}", p.repo, p.commit.empty() ? "HEAD" : p.commit, p.path);
   if (p.line > 0) url += fmt::format("#L{}", p.line);
   return url;
 }
@@ -233,15 +236,17 @@ std::string pin_line(const SourcePin& p, const Painter& paint, std::string_view 
 }
 
 std::string header(const Entry& e, const Painter& paint, const TextOptions& o) {
-  std::string out = wrap("", fmt::format("{}: {} [{}]", paint(severity_sgr(e.severity), e.severity), paint(kBold, e.id), e.kind),
-                         4, o.width);
+  std::string out =
+      wrap("", fmt::format("{}: {} [{}]", paint(severity_sgr(e.severity), e.severity), paint(kBold, e.id), e.kind), 4,
+           o.width);
   out += pin_line(e.source, paint, "  --> ", o.width);
   constexpr std::size_t kFoldAlsoAt = 2;
   if (!e.also_at.empty() && (o.verbose || e.also_at.size() <= kFoldAlsoAt)) {
     for (const SourcePin& p : e.also_at) out += pin_line(p, paint, "  also at ", o.width);
   } else if (!e.also_at.empty()) {
-    out += wrap("  ", paint(kDim, fmt::format("also raised at {} other places (--verbose lists them)", e.also_at.size())),
-                2, o.width);
+    out +=
+        wrap("  ", paint(kDim, fmt::format("also raised at {} other places (--verbose lists them)", e.also_at.size())),
+             2, o.width);
   }
   return out;
 }
@@ -251,12 +256,13 @@ std::string body(const Entry& e, const Painter& paint, const TextOptions& o) {
   out += prose_block(e.cause, 2, o.width);
   out += fmt::format("\n{}\n", paint(kLabel, "trigger:"));
   out += prose_block(e.trigger, 2, o.width);
-  out += "\n" + wrap("", paint(kLabel, "remediation (most likely first; 'errshim fix --step N' applies step N):"), 0,
-                     o.width);
+  out += "\n" +
+         wrap("", paint(kLabel, "remediation (most likely first; 'errshim fix --step N' applies step N):"), 0, o.width);
   for (std::size_t i = 0; i < e.remediation.size(); ++i) {
     const Remediation& r = e.remediation[i];
     const std::string num = fmt::format("[{}]", i);
-    out += prose_block(r.text, 6, o.width, fmt::format("  {}{}", paint(kBold, num), std::string(num.size() < 4 ? 4 - num.size() : 1, ' ')));
+    out += prose_block(r.text, 6, o.width,
+                       fmt::format("  {}{}", paint(kBold, num), std::string(num.size() < 4 ? 4 - num.size() : 1, ' ')));
     if (r.fix) {
       std::string safety = paint(safety_sgr(r.fix->safety), std::string(safety_name(r.fix->safety)));
       if (!r.fix->reason.empty()) safety += ": " + fold_prose(r.fix->reason);
@@ -321,7 +327,8 @@ std::string to_text(const Entry& e, const TextOptions& o) {
   if (!e.template_text.empty())
     out += wrap(paint(kLabel, "message:") + "  ", detail::escape_controls(e.template_text), 10, o.width);
   out += body(e, paint, o);
-  if (!e.tags.empty()) out += wrap(fmt::format("\n{} ", paint(kLabel, "tags:")), fmt::format("{}", fmt::join(e.tags, ", ")), 6, o.width);
+  if (!e.tags.empty())
+    out += wrap(fmt::format("\n{} ", paint(kLabel, "tags:")), fmt::format("{}", fmt::join(e.tags, ", ")), 6, o.width);
   if (!e.match_examples.empty()) {
     constexpr std::size_t kFoldExamples = 3;
     const std::size_t shown = o.verbose ? e.match_examples.size() : std::min(kFoldExamples, e.match_examples.size());
@@ -332,13 +339,14 @@ std::string to_text(const Entry& e, const TextOptions& o) {
       for (std::size_t start = 0; start < text.size(); ++line_no) {
         std::size_t end = text.find('\n', start);
         if (end == std::string::npos) end = text.size();
-        out += wrap(line_no == 0 ? "  - " : "    ", detail::escape_controls(text.substr(start, end - start)), 4, o.width);
+        out +=
+            wrap(line_no == 0 ? "  - " : "    ", detail::escape_controls(text.substr(start, end - start)), 4, o.width);
         start = end + 1;
       }
     }
     if (shown < e.match_examples.size())
       out += fmt::format("  {}\n", paint(kDim, fmt::format("... and {} more (--verbose shows them)",
-                                                            e.match_examples.size() - shown)));
+                                                           e.match_examples.size() - shown)));
   }
   return out;
 }

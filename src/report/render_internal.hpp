@@ -23,4 +23,7 @@ std::string fold_prose(std::string_view prose);
 // (e.g., i.e., etc., vs., cf.); the whole first paragraph when none ends it.
 std::string first_sentence(std::string_view prose);
 
+// {"matched": false}: the CLI's and the C API's answer when nothing matched.
+std::string unmatched_json();
+
 }  // namespace errshim

@@ -71,8 +71,8 @@ constexpr std::size_t npos = sv::npos;
 
 constexpr std::size_t kReadChunk = 1u << 20;
 constexpr std::size_t kMaxMessageLines = 40;  // unmarked lines taken as one message's continuation
-constexpr std::size_t kMaxHeldBlanks = 2;      // blank lines a block may bridge (Python chains use one)
-constexpr std::size_t kLookBackLines = 8;      // lines above "Exception raised from" taken as its message
+constexpr std::size_t kMaxHeldBlanks = 2;  // blank lines a block may bridge (Python chains use one)
+constexpr std::size_t kLookBackLines = 8;  // lines above "Exception raised from" taken as its message
 
 using detail::is_blank;
 using detail::is_digit;
@@ -192,24 +192,24 @@ class BlockText {
 // ------------------------------------------------------------ the scanner
 
 enum class State {
-  py_frames,      // inside a traceback, before the exception line
-  py_message,     // after the exception line: message lines, a chain marker
-  py_chain,       // after a chain marker, before the next traceback
-  rust_message,   // "Error: msg" and any further lines of that message
-  rust_chain,     // "Caused by:" entries, "Stack backtrace:" frames
+  py_frames,  // inside a traceback, before the exception line
+  py_message,  // after the exception line: message lines, a chain marker
+  py_chain,  // after a chain marker, before the next traceback
+  rust_message,  // "Error: msg" and any further lines of that message
+  rust_chain,  // "Caused by:" entries, "Stack backtrace:" frames
   panic_message,  // the panic's message lines
-  panic_frames,   // "stack backtrace:" frames
+  panic_frames,  // "stack backtrace:" frames
   torch_message,  // after "terminate called ...": what() and message lines
-  torch_frames,   // "Exception raised from ..." and "frame #N" lines
-  error_line,     // one error record, which may grow into one of the above
+  torch_frames,  // "Exception raised from ..." and "frame #N" lines
+  error_line,  // one error record, which may grow into one of the above
 };
 
 // What a block does with the line in front of it.
 enum class Verdict {
-  take,      // the line belongs to the block (held blanks too)
+  take,  // the line belongs to the block (held blanks too)
   take_end,  // it belongs, and closes the block
-  hold,      // a blank line: decided by the line after it
-  end,       // the block ended before this line, which is looked at afresh
+  hold,  // a blank line: decided by the line after it
+  end,  // the block ended before this line, which is looked at afresh
 };
 
 // Where a Scanner hands its blocks (which the receiver may move from).
@@ -248,19 +248,13 @@ class Scanner {
     const sv plain = uncoloured(line, scratch_);
     if (open_) {
       switch (next(plain)) {
-        case Verdict::take:
-          take(line, cut);
-          return;
+        case Verdict::take: take(line, cut); return;
         case Verdict::take_end:
           take(line, cut);
           close();
           return;
-        case Verdict::hold:
-          ++held_;
-          return;
-        case Verdict::end:
-          close();
-          break;
+        case Verdict::hold: ++held_; return;
+        case Verdict::end: close(); break;
       }
     }
     start(line, plain, number, cut);
@@ -691,9 +685,8 @@ class Driver {
     for (std::size_t i = 0; i < k; ++i) {
       const char* content_end = pos;
       if (content_end > region_ && content_end[-1] == '\n') --content_end;
-      const void* q = content_end > region_
-                          ? last_newline(region_, static_cast<std::size_t>(content_end - region_))
-                          : nullptr;
+      const void* q =
+          content_end > region_ ? last_newline(region_, static_cast<std::size_t>(content_end - region_)) : nullptr;
       const char* start = q != nullptr ? static_cast<const char*>(q) + 1 : region_;
       spans[k - 1 - i] = {start, content_end};
       pos = start;
@@ -716,8 +709,8 @@ class Driver {
   std::vector<std::pair<std::uint64_t, std::uint64_t>> active_;
   const char* region_ = nullptr;
   const char* gap_end_ = nullptr;
-  std::uint64_t gap_ = 0;          // lines passed over since the last one fed
-  std::uint64_t lines_ = 0;        // lines seen
+  std::uint64_t gap_ = 0;  // lines passed over since the last one fed
+  std::uint64_t lines_ = 0;  // lines seen
   std::uint64_t last_active_ = 0;  // the last line seen with a block open
   std::uint64_t stopped_at_ = 0;
 };
@@ -839,7 +832,8 @@ ScanStats scan(std::istream& in, std::string_view file, const Catalog& catalog, 
 ScanStats scan(std::istream& in, std::string_view file, const Catalog& catalog, const BlockOutput& output,
                const ScanOptions& options) {
   Buffered out(output);
-  return scan_stream(in, file, catalog, [&](const ScanBlock& b) { out.add(b); }, options, [&] { out.flush(); });
+  return scan_stream(
+      in, file, catalog, [&](const ScanBlock& b) { out.add(b); }, options, [&] { out.flush(); });
 }
 
 // ------------------------------------------------------------ files
@@ -1014,7 +1008,7 @@ ScanStats scan_mapped_parallel(Mapping& map, std::size_t size, unsigned threads,
   std::condition_variable cv;
   std::size_t next = 0, handed = 0;
   bool stop = false;
-  std::deque<Unit> units;       // handed out, not yet written; a deque keeps the others in place
+  std::deque<Unit> units;  // handed out, not yet written; a deque keeps the others in place
   std::deque<Unit*> to_render;  // the workers' turn, before scanning further
   std::vector<std::string> spare;  // written units' buffers, reused: no regrowing, no fresh pages
 
@@ -1059,7 +1053,9 @@ ScanStats scan_mapped_parallel(Mapping& map, std::size_t size, unsigned threads,
         part.final = part.end == base + size;  // a last line without a newline is this part's
         auto driver = std::make_unique<Driver>(path, catalog, options, nullptr);
         Driver* d = driver.get();
-        driver->set_sink([&part, d](ScanBlock& b) { part.blocks.push_back(Part::Found{std::move(b), d->opened_at()}); });
+        driver->set_sink([&part, d](ScanBlock& b) {
+          part.blocks.push_back(Part::Found{std::move(b), d->opened_at()});
+        });
         driver->set_cache(&cache);
         driver->record_active();
         driver->run(part.begin, part.end, part.final);
@@ -1264,8 +1260,8 @@ ScanStats scan_stream_to(std::istream& in, const std::string& path, const Catalo
                                   : scan(in, path, catalog, *target.visit, options);
 }
 
-ScanStats scan_path(const std::string& path, const Catalog& catalog, const Target& target,
-                    const ScanOptions& options, unsigned threads, std::size_t part_bytes) {
+ScanStats scan_path(const std::string& path, const Catalog& catalog, const Target& target, const ScanOptions& options,
+                    unsigned threads, std::size_t part_bytes) {
 #if ERRSHIM_SCAN_MMAP
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) cannot_read(path, errno);

@@ -150,7 +150,8 @@ void BlockFollower::rescan(bool final) {
   // Large enough that scan() never shortens the held lines: bound() does,
   // and knows which line numbers it dropped.
   o.max_block_bytes = 4 * options_.scan.max_block_bytes;
-  scan(in, file_, boundaries_only(), [&](const ScanBlock& b) { blocks.push_back(b); }, o);
+  scan(
+      in, file_, boundaries_only(), [&](const ScanBlock& b) { blocks.push_back(b); }, o);
 
   std::size_t consumed = 0, open_start = 0;
   for (std::size_t i = 0; i < blocks.size(); ++i) {
@@ -164,9 +165,10 @@ void BlockFollower::rescan(bool final) {
       open_start = first;
     }
   }
-  const std::size_t drop = open_ ? open_start : std::max(consumed, pending_.size() > kKeepNoiseLines
-                                                                       ? pending_.size() - kKeepNoiseLines
-                                                                       : std::size_t{0});
+  const std::size_t drop =
+      open_
+          ? open_start
+          : std::max(consumed, pending_.size() > kKeepNoiseLines ? pending_.size() - kKeepNoiseLines : std::size_t{0});
   for (std::size_t i = 0; i < drop; ++i) {
     pending_bytes_ -= pending_.front().text.size() + 1;
     pending_.pop_front();
@@ -244,7 +246,8 @@ std::optional<BlockFollower::Clock::time_point> BlockFollower::deadline() const 
 }
 
 void BlockFollower::finish() {
-  if (!partial_.empty() || partial_cut_) add_line(std::exchange(partial_, std::string()), std::exchange(partial_cut_, false));
+  if (!partial_.empty() || partial_cut_)
+    add_line(std::exchange(partial_, std::string()), std::exchange(partial_cut_, false));
   rescan(true);
 }
 
@@ -291,7 +294,8 @@ void follow(const std::string& path, BlockFollower& follower, const std::functio
   in.fd = from_stdin ? STDIN_FILENO : open_path();
   in.owned = !from_stdin;
   struct stat st {};
-  if (::fstat(in.fd, &st) != 0) throw std::runtime_error(fmt::format("cannot read '{}': {}", path, std::strerror(errno)));
+  if (::fstat(in.fd, &st) != 0)
+    throw std::runtime_error(fmt::format("cannot read '{}': {}", path, std::strerror(errno)));
   if (S_ISDIR(st.st_mode)) throw std::runtime_error(fmt::format("'{}' is a directory", path));
   // Standard input ends at its end even when it is a file: there is no path
   // to watch for rotation.
@@ -302,7 +306,8 @@ void follow(const std::string& path, BlockFollower& follower, const std::functio
     if (!growing_file) {
       pollfd p{in.fd, POLLIN, 0};
       const int rc = ::poll(&p, 1, wait_ms(follower, poll));
-      if (rc < 0 && errno != EINTR) throw std::runtime_error(fmt::format("cannot read '{}': {}", path, std::strerror(errno)));
+      if (rc < 0 && errno != EINTR)
+        throw std::runtime_error(fmt::format("cannot read '{}': {}", path, std::strerror(errno)));
       if (rc <= 0) {
         follower.tick(Clock::now());
         continue;
@@ -315,7 +320,8 @@ void follow(const std::string& path, BlockFollower& follower, const std::functio
     }
     if (n > 0) {
       offset += static_cast<std::uint64_t>(n);
-      const std::uint64_t lines = follower.push(std::string_view(buf.data(), static_cast<std::size_t>(n)), Clock::now());
+      const std::uint64_t lines =
+          follower.push(std::string_view(buf.data(), static_cast<std::size_t>(n)), Clock::now());
       if (on_lines && lines > 0) on_lines(lines);
       continue;
     }

@@ -21,8 +21,8 @@ namespace errshim {
 namespace {
 
 CatalogPtr catalog() {
-  static const CatalogPtr c = testing::catalog_from(testing::file_yaml(testing::kv_cache_entry_yaml("t.kv") +
-                                                                       testing::entry_yaml("t.advice", "the weights are damaged")));
+  static const CatalogPtr c = testing::catalog_from(testing::file_yaml(
+      testing::kv_cache_entry_yaml("t.kv") + testing::entry_yaml("t.advice", "the weights are damaged")));
   return c;
 }
 
@@ -80,14 +80,16 @@ TEST(PrometheusMetrics, GiveUpBeforeAnyFixIsNoFixAndAfterAFixIsFailed) {
   Policy policy;
   metrics.attach(policy);
   // No step with a fix: errshim gives up on the first call.
-  EXPECT_THROW(remediate(config(), [](const ConfigTree&) -> int { throw std::runtime_error("the weights are damaged"); },
-                         policy, *catalog()),
+  EXPECT_THROW(remediate(
+                   config(), [](const ConfigTree&) -> int { throw std::runtime_error("the weights are damaged"); },
+                   policy, *catalog()),
                remediation_error);
   EXPECT_EQ(value(registry, "errshim_remediations_total", {{"entry", "t.advice"}, {"outcome", "no_fix"}}), 1);
   // The fix is applied, then the same error comes back: given up on the second call.
-  EXPECT_THROW(remediate(config(),
-                         [](const ConfigTree&) -> int { throw std::runtime_error("kv_cache_enabled=true is not supported"); },
-                         policy, *catalog()),
+  EXPECT_THROW(remediate(
+                   config(),
+                   [](const ConfigTree&) -> int { throw std::runtime_error("kv_cache_enabled=true is not supported"); },
+                   policy, *catalog()),
                remediation_error);
   EXPECT_EQ(value(registry, "errshim_remediations_total", {{"entry", "t.kv"}, {"outcome", "failed"}}), 1);
   EXPECT_EQ(value(registry, "errshim_remediations_total", {{"entry", "t.kv"}, {"outcome", "no_fix"}}), -1);
@@ -99,13 +101,16 @@ TEST(PrometheusMetrics, UnrecognisedErrorIsCountedByFingerprintAndTimed) {
   Policy policy;
   metrics.attach(policy);
   for (const char* text : {"shard 3 lost its KV block", "shard 7 lost its KV block"}) {
-    EXPECT_THROW(remediate(config(), [&](const ConfigTree&) -> int { throw std::invalid_argument(text); }, policy,
-                           *catalog()),
-                 std::invalid_argument);
+    EXPECT_THROW(
+        remediate(
+            config(), [&](const ConfigTree&) -> int { throw std::invalid_argument(text); }, policy, *catalog()),
+        std::invalid_argument);
   }
   const UnrecognisedLabels f = unrecognised_labels("shard 3 lost its KV block");
   // The number is masked: both are one series.
-  EXPECT_EQ(value(registry, "errshim_unrecognised_errors_total", {{"class", f.error_class}, {"fingerprint", f.fingerprint}}), 2);
+  EXPECT_EQ(
+      value(registry, "errshim_unrecognised_errors_total", {{"class", f.error_class}, {"fingerprint", f.fingerprint}}),
+      2);
   EXPECT_EQ(value(registry, "errshim_unrecognised_errors_total", {{"class", "other"}, {"fingerprint", "other"}}), 0);
   EXPECT_EQ(value(registry, "errshim_match_duration_seconds", {{"result", "unrecognised"}}), 2);
 }
@@ -121,7 +126,8 @@ TEST(PrometheusMetrics, FingerprintsBeyondTheBoundGoToOther) {
   EXPECT_EQ(series(registry, "errshim_unrecognised_errors_total"), 3u);
   EXPECT_EQ(value(registry, "errshim_unrecognised_errors_total", {{"class", "other"}, {"fingerprint", "other"}}), 2);
   const UnrecognisedLabels first = unrecognised_labels("disk full");
-  EXPECT_EQ(value(registry, "errshim_unrecognised_errors_total", {{"class", first.error_class}, {"fingerprint", first.fingerprint}}),
+  EXPECT_EQ(value(registry, "errshim_unrecognised_errors_total",
+                  {{"class", first.error_class}, {"fingerprint", first.fingerprint}}),
             2);
 }
 
@@ -164,8 +170,8 @@ TEST(UnrecognisedLabels, ClassOfTheRootCauseAndTheSharedFingerprint) {
 
 TEST(UnrecognisedLabels, ClassFromHostileTextIsReducedToASafeBoundedLabel) {
   const std::string evil = std::string(200, 'A') + "Error";
-  const UnrecognisedLabels f = unrecognised_labels("Traceback (most recent call last):\n  File \"a.py\", line 1, in <module>\n" +
-                                         evil + ": boom\n");
+  const UnrecognisedLabels f = unrecognised_labels(
+      "Traceback (most recent call last):\n  File \"a.py\", line 1, in <module>\n" + evil + ": boom\n");
   EXPECT_EQ(f.error_class, std::string(64, 'A'));  // the normaliser found the class; the label keeps 64 characters
   EXPECT_EQ(f.error_class.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.:"),
             std::string::npos);
@@ -179,15 +185,16 @@ TEST(PrometheusMetricsAttach, GuardOnlyUnrecognisedErrorsOfTwoWorkersAreOneFinge
   std::vector<std::thread> workers;
   for (int rank : {0, 3}) {
     workers.emplace_back([rank] {
-      const std::string text = "[rank" + std::to_string(rank) + "]: RuntimeError: shard " + std::to_string(rank * 5 + 2) +
-                               " lost its KV block";
+      const std::string text = "[rank" + std::to_string(rank) + "]: RuntimeError: shard " +
+                               std::to_string(rank * 5 + 2) + " lost its KV block";
       EXPECT_THROW(guard([&]() -> int { throw std::runtime_error(text); }, *catalog()), std::runtime_error);
     });
   }
   for (auto& w : workers) w.join();
   const UnrecognisedLabels f = unrecognised_labels("[rank1]: RuntimeError: shard 9 lost its KV block");
-  EXPECT_EQ(value(registry, "errshim_unrecognised_errors_total", {{"class", f.error_class}, {"fingerprint", f.fingerprint}}),
-            2);
+  EXPECT_EQ(
+      value(registry, "errshim_unrecognised_errors_total", {{"class", f.error_class}, {"fingerprint", f.fingerprint}}),
+      2);
   EXPECT_EQ(series(registry, "errshim_unrecognised_errors_total"), 2u);  // that one and "other"
   EXPECT_EQ(value(registry, "errshim_match_duration_seconds", {{"result", "unrecognised"}}), 2);
   EXPECT_EQ(value(registry, "errshim_lookups_total", {{"site", "guard"}}), 2);
@@ -209,12 +216,14 @@ TEST(PrometheusMetricsAttach, RemediateLookupCountsOnceWithBothAttachments) {
   Policy policy;
   metrics.attach(policy);
   const ObserverHandle lookups = metrics.attach();
-  EXPECT_THROW(remediate(config(), [](const ConfigTree&) -> int { throw std::invalid_argument("tokenizer gone"); },
-                         policy, *catalog()),
+  EXPECT_THROW(remediate(
+                   config(), [](const ConfigTree&) -> int { throw std::invalid_argument("tokenizer gone"); }, policy,
+                   *catalog()),
                std::invalid_argument);
   const UnrecognisedLabels f = unrecognised_labels("tokenizer gone");
-  EXPECT_EQ(value(registry, "errshim_unrecognised_errors_total", {{"class", f.error_class}, {"fingerprint", f.fingerprint}}),
-            1);
+  EXPECT_EQ(
+      value(registry, "errshim_unrecognised_errors_total", {{"class", f.error_class}, {"fingerprint", f.fingerprint}}),
+      1);
   EXPECT_EQ(value(registry, "errshim_lookups_total", {{"site", "remediate"}}), 1);
 }
 
@@ -227,8 +236,9 @@ TEST(PrometheusMetricsAttach, NothingIsCountedOnceTheHandleIsGone) {
   EXPECT_FALSE(diagnose("tokenizer gone", *catalog()));
   EXPECT_EQ(value(registry, "errshim_match_duration_seconds", {{"result", "unrecognised"}}), 0);
   // The policy's own attachment counts again.
-  EXPECT_THROW(remediate(config(), [](const ConfigTree&) -> int { throw std::invalid_argument("tokenizer gone"); },
-                         policy, *catalog()),
+  EXPECT_THROW(remediate(
+                   config(), [](const ConfigTree&) -> int { throw std::invalid_argument("tokenizer gone"); }, policy,
+                   *catalog()),
                std::invalid_argument);
   EXPECT_EQ(value(registry, "errshim_match_duration_seconds", {{"result", "unrecognised"}}), 1);
 }

@@ -44,13 +44,16 @@ class Rng {
   std::size_t below(std::size_t n) { return n == 0 ? 0 : static_cast<std::size_t>(next() % n); }
   bool chance(unsigned percent) { return below(100) < percent; }
   template <class T, std::size_t N>
-  const T& pick(const T (&a)[N]) { return a[below(N)]; }
+  const T& pick(const T (&a)[N]) {
+    return a[below(N)];
+  }
 
  private:
   std::uint64_t s_;
 };
 
 namespace vocab {
+// clang-format off
 inline const char* const kModelStem[] = {"Llama", "Mistral", "Mixtral", "Qwen2", "Gemma", "Phi3", "Falcon", "Whisper",
                                          "T5", "Bert", "Bloom", "Gpt2", "GptNeoX", "Olmo", "StableLm", "Starcoder2",
                                          "Mamba", "MetaVoice", "Mimi", "Moshi", "Stella", "Jina", "DeepSeekV2", "Yi",
@@ -88,6 +91,7 @@ inline const char* const kDevice[] = {"cuda:0", "cuda:1", "cpu", "metal", "mps:0
 inline const char* const kName[] = {"model.layers.0.self_attn.q_proj.weight", "lm_head.weight", "embed_tokens",
                                     "encoder.conv1", "model.norm.weight", "decoder.block.3", "wte", "attn.c_attn.bias",
                                     "mlp.gate_up_proj", "vision_tower.patch_embed"};
+// clang-format on
 }  // namespace vocab
 
 // One piece of a template: literal text, or a placeholder with the syntax it
@@ -100,8 +104,8 @@ struct Piece {
 struct SynthEntry {
   std::string id;
   std::vector<Piece> pieces;  // template pieces; empty for a raw pattern
-  std::string pattern;        // raw pattern entries only
-  std::string raw_example;    // raw pattern entries: a message it matches
+  std::string pattern;  // raw pattern entries only
+  std::string raw_example;  // raw pattern entries: a message it matches
   std::vector<std::string> anonymous_names;
   std::map<std::string, std::string> capture_patterns;
   int priority = 0;
@@ -124,7 +128,8 @@ namespace detail_synth {
 inline std::string model(Rng& r) { return std::string(r.pick(vocab::kModelStem)) + r.pick(vocab::kModelPart); }
 inline std::string param(Rng& r) { return std::string(r.pick(vocab::kParamHead)) + "_" + r.pick(vocab::kParamTail); }
 inline std::string op(Rng& r) {
-  return r.chance(40) ? std::string(r.pick(vocab::kNamespace)) + "::" + r.pick(vocab::kOp) : std::string(r.pick(vocab::kOp));
+  return r.chance(40) ? std::string(r.pick(vocab::kNamespace)) + "::" + r.pick(vocab::kOp)
+                      : std::string(r.pick(vocab::kOp));
 }
 
 inline std::string dims(Rng& r) {
@@ -216,8 +221,12 @@ inline std::vector<Piece> parse_frame(const std::string& frame, Rng& r, unsigned
       const char k = frame[i + 1];
       const std::string name = frame.substr(i + 3, close - i - 3);
       Piece p;
-      p.kind = k == 'd' ? Piece::Kind::dims : k == 't' ? Piece::Kind::dtype : k == 'n' ? Piece::Kind::number
-               : k == 's' ? Piece::Kind::name : k == 'v' ? Piece::Kind::device : Piece::Kind::any;
+      p.kind = k == 'd'   ? Piece::Kind::dims
+               : k == 't' ? Piece::Kind::dtype
+               : k == 'n' ? Piece::Kind::number
+               : k == 's' ? Piece::Kind::name
+               : k == 'v' ? Piece::Kind::device
+                          : Piece::Kind::any;
       const bool debug = k == 'd' || k == 't';
       if (syntax == 1 && name != "_") {  // Python style
         p.text = p.kind == Piece::Kind::number && r.chance(50) ? "%(" + name + ")d" : "%(" + name + ")s";
@@ -323,14 +332,16 @@ inline SynthCatalog generate_catalog(std::size_t n, std::uint64_t seed, bool adv
         std::vector<Piece> generic;
         for (const Piece& p : e.pieces) {
           if (p.kind != Piece::Kind::text) continue;
-          const std::size_t at = p.text.find(" does not support ") != std::string::npos ? p.text.find(" does not support ")
-                                 : p.text.find(" is not supported") != std::string::npos ? p.text.find(" is not supported")
-                                 : p.text.find(" must ") != std::string::npos            ? p.text.find(" must ")
-                                                                                          : std::string::npos;
+          const std::size_t at =
+              p.text.find(" does not support ") != std::string::npos  ? p.text.find(" does not support ")
+              : p.text.find(" is not supported") != std::string::npos ? p.text.find(" is not supported")
+              : p.text.find(" must ") != std::string::npos            ? p.text.find(" must ")
+                                                                      : std::string::npos;
           if (at == std::string::npos) continue;
-          const std::size_t len = p.text.find(' ', at + 6) == std::string::npos ? p.text.size() - at
-                                                                               : p.text.find(' ', at + 6) - at;
-          generic = {{Piece::Kind::any, "{}"}, {Piece::Kind::text, p.text.substr(at, len + 1)}, {Piece::Kind::any, "{}"}};
+          const std::size_t len =
+              p.text.find(' ', at + 6) == std::string::npos ? p.text.size() - at : p.text.find(' ', at + 6) - at;
+          generic = {
+              {Piece::Kind::any, "{}"}, {Piece::Kind::text, p.text.substr(at, len + 1)}, {Piece::Kind::any, "{}"}};
           break;
         }
         if (!generic.empty()) e.pieces = generic;
@@ -341,7 +352,8 @@ inline SynthCatalog generate_catalog(std::size_t n, std::uint64_t seed, bool adv
       if (k % 23 == 6) {
         // Repeat the first named placeholder later on: a backreference.
         for (const Piece& p : e.pieces)
-          if (p.kind != Piece::Kind::text && p.text.size() > 2 && p.text[0] == '{' && p.text[1] != '}' && p.text[1] != ':') {
+          if (p.kind != Piece::Kind::text && p.text.size() > 2 && p.text[0] == '{' && p.text[1] != '}' &&
+              p.text[1] != ':') {
             const Piece again = p;  // a copy: the push_backs below may move e.pieces
             e.pieces.push_back({Piece::Kind::text, " (again "});
             e.pieces.push_back(again);
@@ -387,14 +399,17 @@ inline std::string message_for(const SynthEntry& e, Rng& r) {
       // Undo the template escapes.
       for (std::size_t i = 0; i < p.text.size(); ++i) {
         out += p.text[i];
-        if ((p.text[i] == '{' || p.text[i] == '}' || p.text[i] == '%') && i + 1 < p.text.size() && p.text[i + 1] == p.text[i]) ++i;
+        if ((p.text[i] == '{' || p.text[i] == '}' || p.text[i] == '%') && i + 1 < p.text.size() &&
+            p.text[i + 1] == p.text[i])
+          ++i;
       }
       continue;
     }
     const bool anonymous = p.text == "{}" || p.text == "{:?}" || p.text == "{:#?}" || p.text == "%s" || p.text == "%d";
     std::string v = p.text.find('d') != std::string::npos && p.text.back() == 'd' ? std::to_string(r.below(100000))
-                                                                                 : detail_synth::value(p.kind, r);
-    if (e.capture_patterns.count(p.text.size() > 2 ? p.text.substr(1, p.text.size() - 2) : "")) v = std::to_string(r.below(1000));
+                                                                                  : detail_synth::value(p.kind, r);
+    if (e.capture_patterns.count(p.text.size() > 2 ? p.text.substr(1, p.text.size() - 2) : ""))
+      v = std::to_string(r.below(1000));
     if (!anonymous) {
       const auto [it, fresh] = named.emplace(p.text, v);
       if (!fresh) v = it->second;
@@ -481,7 +496,8 @@ inline std::vector<std::string> to_yaml_files(const SynthCatalog& cat, std::size
       if (!e.capture_patterns.empty()) {
         y += "    capture_patterns: {";
         bool first = true;
-        for (const auto& [k, v] : e.capture_patterns) y += (first ? "" : ", ") + k + ": " + yaml_quote(v), first = false;
+        for (const auto& [k, v] : e.capture_patterns)
+          y += (first ? "" : ", ") + k + ": " + yaml_quote(v), first = false;
         y += "}\n";
       }
     }
@@ -490,7 +506,8 @@ inline std::vector<std::string> to_yaml_files(const SynthCatalog& cat, std::size
     y += "    error_class: candle::Error::Msg\n    kind: validation\n";
     y += "    cause: >-\n      The layer checks its configuration before running and refuses a combination it cannot\n"
          "      compute; this message names the value it rejected and what it expected instead.\n";
-    y += "    trigger: >-\n      Building or running the model with a config value outside what this code path supports.\n";
+    y += "    trigger: >-\n      Building or running the model with a config value outside what this code path "
+         "supports.\n";
     y += "    remediation:\n      - text: Change the offending config value to one the layer supports.\n"
          "      - text: Use the reference implementation of the layer instead of the fused kernel.\n";
     if (e.priority != 0) y += "    priority: " + std::to_string(e.priority) + "\n";
@@ -522,12 +539,14 @@ inline std::string wrap(const std::string& message, Size size, Rng& r) {
     while (s.size() < 1900) {
       s += "2026-03-0" + std::to_string(1 + r.below(9)) + " 10:0" + std::to_string(r.below(10)) + ":1" +
            std::to_string(r.below(10)) + ",123 INFO worker-" + std::to_string(r.below(8)) + " | ";
+      // clang-format off
       switch (r.below(4)) {
         case 0: s += "loading shard " + std::to_string(r.below(8)) + "/8 of " + model(r) + " from /models/cache\n"; break;
         case 1: s += "allocated " + std::to_string(r.below(4096)) + " MiB on " + r.pick(vocab::kDevice) + " for " + param(r) + "\n"; break;
         case 2: s += "compiled " + op(r) + " for dtype " + r.pick(vocab::kDtype) + " in " + std::to_string(r.below(900)) + " ms\n"; break;
         default: s += "request " + std::to_string(r.next() % 1000000) + " scheduled with batch size " + std::to_string(1 + r.below(64)) + "\n";
       }
+      // clang-format on
     }
     return s + "2026-03-09 10:09:59,999 ERROR worker-3 | " + message + "\n";
   }
@@ -537,12 +556,13 @@ inline std::string wrap(const std::string& message, Size size, Rng& r) {
     while (s.size() < stop) {
       s += "  File \"/usr/lib/python3/site-packages/transformers/models/" + std::string(r.pick(vocab::kModelStem)) +
            "/modeling.py\", line " + std::to_string(100 + r.below(3000)) + ", in forward\n";
-      s += "    hidden_states = self." + param(r) + "(hidden_states, attention_mask=attention_mask, " + param(r) +
-           "=" + param(r) + ")\n";
+      s += "    hidden_states = self." + param(r) + "(hidden_states, attention_mask=attention_mask, " + param(r) + "=" +
+           param(r) + ")\n";
     }
   };
   frames(9000);
-  s += "RuntimeError: " + message + "\n\nThe above exception was the direct cause of the following exception:\n\n"
+  s += "RuntimeError: " + message +
+       "\n\nThe above exception was the direct cause of the following exception:\n\n"
        "Traceback (most recent call last):\n";
   frames(9000);
   return s + "ValueError: generation failed for request " + std::to_string(r.below(100000)) + "\n";

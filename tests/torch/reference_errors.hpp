@@ -13,9 +13,9 @@ namespace torch_reference {
 
 struct ReferenceCall {
   std::string name;
-  std::string id;         // the catalog entry that must explain it (no context)
+  std::string id;  // the catalog entry that must explain it (no context)
   std::string raised_at;  // "path:line" libtorch prints in "Exception raised from"
-  std::string pinned;     // the entry's pin when it differs (checks written in macros)
+  std::string pinned;  // the entry's pin when it differs (checks written in macros)
   std::function<void()> call;
 };
 

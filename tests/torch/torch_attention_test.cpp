@@ -65,7 +65,7 @@ struct Scenario {
   std::string name;
   std::function<void(AttentionConfig&)> configure;
   Steps steps;
-  std::string id;                               // the entry chosen without context
+  std::string id;  // the entry chosen without context
   std::map<std::string, std::string> captures;  // expected, all of them checked
   Original original;
   std::string raised_at;  // FILE:LINE from "Exception raised from"; empty when the error has none
@@ -81,6 +81,7 @@ AttentionConfig configured(const Scenario& s) {
 
 const std::vector<Scenario>& scenarios() {
   static const std::vector<Scenario> all = {
+      // clang-format off
       {"embed_dim_not_divisible_by_heads", [](AttentionConfig& c) { c.embed_dim = 60; }, kPromptThenDecode,
        "libtorch.shape.view_invalid_size", {{"shape", "[1, 5, 8, 7]"}, {"numel", "300"}}, Original::std_runtime_error,
        ""},
@@ -151,6 +152,7 @@ const std::vector<Scenario>& scenarios() {
       {"static_cache_too_large", [](AttentionConfig& c) { c.max_cache_len = std::int64_t{1} << 33; },
        kPromptThenDecode, "libtorch.memory.cpu_alloc_failed", {{"bytes", "2199023255552"}, {"errno", "12"}},
        Original::c10_error, ""},
+      // clang-format on
   };
   return all;
 }
@@ -174,8 +176,7 @@ bool nested_is(const errshim::translated_error& e, std::string* what = nullptr) 
   } catch (const E& original) {
     if (what) *what = original.what();
     return true;
-  } catch (...) {
-  }
+  } catch (...) {}
   return false;
 }
 
@@ -203,12 +204,8 @@ TEST_P(TorchScenario, LibtorchRaisesItsOwnError) {
   const Scenario& s = GetParam();
   const AttentionConfig config = configured(s);
   switch (s.original) {
-    case Original::c10_index_error:
-      EXPECT_THROW(run(config, s.steps), c10::IndexError);
-      break;
-    case Original::c10_error:
-      EXPECT_THROW(run(config, s.steps), c10::Error);
-      break;
+    case Original::c10_index_error: EXPECT_THROW(run(config, s.steps), c10::IndexError); break;
+    case Original::c10_error: EXPECT_THROW(run(config, s.steps), c10::Error); break;
     case Original::std_runtime_error:
       // InferSize.h throws a plain std::runtime_error in 1.13, not c10::Error.
       try {
@@ -216,8 +213,7 @@ TEST_P(TorchScenario, LibtorchRaisesItsOwnError) {
         ADD_FAILURE() << "no error";
       } catch (const c10::Error&) {
         ADD_FAILURE() << "expected std::runtime_error, got c10::Error";
-      } catch (const std::runtime_error&) {
-      }
+      } catch (const std::runtime_error&) {}
       break;
   }
 }
@@ -238,9 +234,7 @@ TEST_P(TorchScenario, OriginalErrorIsNestedUnchanged) {
   const errshim::translated_error e = translated(configured(s), s.steps);
   std::string what;
   switch (s.original) {
-    case Original::c10_index_error:
-      EXPECT_TRUE(nested_is<c10::IndexError>(e, &what));
-      break;
+    case Original::c10_index_error: EXPECT_TRUE(nested_is<c10::IndexError>(e, &what)); break;
     case Original::c10_error:
       EXPECT_TRUE(nested_is<c10::Error>(e, &what));
       EXPECT_FALSE(nested_is<c10::IndexError>(e));
@@ -351,9 +345,9 @@ TEST(TorchAttention, HostContextSelectsTheAttentionMeaning) {
   EXPECT_EQ(d2->id(), "libtorch.attention.kv_cache_dtype_mismatch");
 
   // Dimension 3 of the scores is the key length, not the heads: the general entry keeps it.
-  const std::optional<errshim::Diagnosis> d3 = errshim::diagnose(
-      "The size of tensor a (7) must match the size of tensor b (5) at non-singleton dimension 3", catalog(),
-      attention_context());
+  const std::optional<errshim::Diagnosis> d3 =
+      errshim::diagnose("The size of tensor a (7) must match the size of tensor b (5) at non-singleton dimension 3",
+                        catalog(), attention_context());
   ASSERT_TRUE(d3);
   EXPECT_EQ(d3->id(), "libtorch.shape.broadcast_mismatch");
 }
@@ -384,9 +378,9 @@ std::string member(const AttentionConfig& c, const std::string& key) {
 
 TEST(TorchAttention, SafeFixesAreAppliedAndTheRunSucceeds) {
   const std::vector<Remedy> remedies = {
-      {"static_cache_dtype", "cache_dtype", "BFloat16"},       // safe
-      {"dynamic_cache_dtype", "cache_dtype", "BFloat16"},      // safe (attention context)
-      {"cache_on_meta_device", "cache_device", "cpu"},         // safe
+      {"static_cache_dtype", "cache_dtype", "BFloat16"},  // safe
+      {"dynamic_cache_dtype", "cache_dtype", "BFloat16"},  // safe (attention context)
+      {"cache_on_meta_device", "cache_device", "cpu"},  // safe
       {"static_cache_full", "cache_implementation", "dynamic"},  // slower
   };
   for (const Remedy& r : remedies) {

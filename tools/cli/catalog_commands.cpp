@@ -18,7 +18,8 @@ Command add_lint(CLI::App& root) {
     std::vector<std::string> paths;
   };
   auto o = std::make_shared<Opts>();
-  CLI::App* cmd = add_command(root, "lint", "check catalog files against their examples",
+  CLI::App* cmd = add_command(
+      root, "lint", "check catalog files against their examples",
       "Check catalog files or folders (default: the embedded catalog): every entry compiles, each 'match' example is "
       "won by its entry with the captures it lists, no 'no_match' example is claimed by it, and the prose shown to "
       "users holds no authoring notes.");
@@ -54,7 +55,8 @@ Command add_lint(CLI::App& root) {
 
 Command add_import(CLI::App& root) {
   auto files = std::make_shared<std::vector<std::string>>();
-  CLI::App* cmd = add_command(root, "import", "convert error-database records to catalog YAML",
+  CLI::App* cmd = add_command(
+      root, "import", "convert error-database records to catalog YAML",
       "Convert error-database records (JSON, schemaVersion 2; at most 16 MiB per FILE, '-' for standard input) into "
       "a catalog file on standard output; the text is marked imported.");
   cmd->add_option("FILE", *files, "record files ('-': standard input)");
@@ -89,7 +91,8 @@ Command add_snapshot(CLI::App& root) {
     std::vector<std::string> out;
   };
   auto o = std::make_shared<Opts>();
-  CLI::App* cmd = add_command(root, "snapshot", "write the catalog as a snapshot that loads without YAML",
+  CLI::App* cmd = add_command(
+      root, "snapshot", "write the catalog as a snapshot that loads without YAML",
       "Write the catalog (embedded, plus the --catalog layers) as a snapshot: it loads without parsing YAML when "
       "given as '--catalog OUT.snapshot' or to CatalogBuilder::add_snapshot. Only this errshim version reads it. OUT "
       "is replaced atomically.");

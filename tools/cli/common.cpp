@@ -20,8 +20,7 @@
 namespace errshim_cli {
 
 void add_catalog_options(CLI::App& cmd, CatalogOptions& o) {
-  cmd.add_option("--catalog", o.catalogs,
-                 "a catalog (.yaml, .snapshot, folder) over the embedded one; repeatable")
+  cmd.add_option("--catalog", o.catalogs, "a catalog (.yaml, .snapshot, folder) over the embedded one; repeatable")
       ->type_name("PATH")
       ->allow_extra_args(false);
   cmd.add_option("--generated", o.generated,
@@ -30,11 +29,9 @@ void add_catalog_options(CLI::App& cmd, CatalogOptions& o) {
                  "under the --catalog layers; repeatable")
       ->type_name("LIBRARY")
       ->allow_extra_args(false);
-  cmd.add_option("--cache", o.cache,
-                 "keep snapshots of the --catalog YAML layers in DIR (faster loads)")
+  cmd.add_option("--cache", o.cache, "keep snapshots of the --catalog YAML layers in DIR (faster loads)")
       ->type_name("DIR");
-  cmd.add_option("--context", o.contexts,
-                 "where it happened, e.g. transformers=4.57,device=metal; repeatable")
+  cmd.add_option("--context", o.contexts, "where it happened, e.g. transformers=4.57,device=metal; repeatable")
       ->type_name("K=V,...")
       ->allow_extra_args(false);
 }
@@ -62,8 +59,9 @@ errshim::CatalogPtr load_catalog(const CatalogOptions& o) {
     }
     const std::vector<std::string> found = errshim::CatalogBuilder::generated_layers();
     if (found.empty())
-      throw usage_error("--generated all: no generated layer found (install errshim's data files, "
-                        "share/errshim/generated, or set ERRSHIM_GENERATED_DIR)");
+      throw usage_error(
+          "--generated all: no generated layer found (install errshim's data files, "
+          "share/errshim/generated, or set ERRSHIM_GENERATED_DIR)");
     for (const std::string& name : found) b.add_generated(name);
   }
   for (const auto& c : o.catalogs) b.add_path(c);
@@ -154,8 +152,8 @@ std::string read_bounded(std::istream& in, const std::string& name, const std::s
   while (in.read(buf, sizeof buf), in.gcount() > 0) {
     const auto n = static_cast<std::size_t>(in.gcount());
     if (text.size() + n > kMaxReadBytes)
-      throw usage_error(fmt::format("{} holds more than {} MiB, the most errshim reads; {}", name, kMaxReadBytes >> 20,
-                                    instead));
+      throw usage_error(
+          fmt::format("{} holds more than {} MiB, the most errshim reads; {}", name, kMaxReadBytes >> 20, instead));
     text.append(buf, n);
   }
   if (in.bad()) throw usage_error(fmt::format("cannot read {}", name));

@@ -32,7 +32,8 @@ int draft(const DraftOpts& a) {
   }
   if (!a.words.empty()) throw usage_error("draft takes a MESSAGE or --from-scan FILE, not both");
   std::error_code ec;
-  if (std::filesystem::is_directory(a.from_scan, ec)) throw usage_error(fmt::format("'{}' is a directory", a.from_scan));
+  if (std::filesystem::is_directory(a.from_scan, ec))
+    throw usage_error(fmt::format("'{}' is a directory", a.from_scan));
   const auto catalog = load_catalog(a.catalog);
   std::vector<errshim::DraftGroup> groups;
   try {
@@ -52,7 +53,8 @@ int draft(const DraftOpts& a) {
 
 Command add_draft(CLI::App& root) {
   auto o = std::make_shared<DraftOpts>();
-  CLI::App* cmd = add_command(root, "draft", "write a skeleton catalog entry for an unknown error",
+  CLI::App* cmd = add_command(
+      root, "draft", "write a skeleton catalog entry for an unknown error",
       "Write a catalog file (YAML, to standard output) with a draft entry for MESSAGE ('-': standard input), or with "
       "--from-scan, one per most frequent unrecognised error of a log. The template has placeholders where the "
       "message holds values, the source is where the message says it was raised, examples.match holds the message; "

@@ -36,7 +36,8 @@ Command add_explain(CLI::App& root) {
     std::vector<std::string> words;
   };
   auto o = std::make_shared<Opts>();
-  CLI::App* cmd = add_command(root, "explain", "explain an error message (or a catalog entry by its id)",
+  CLI::App* cmd = add_command(
+      root, "explain", "explain an error message (or a catalog entry by its id)",
       "Explain one error message, or one catalog entry given its id (e.g. 'errshim explain "
       "candle.metavoice.kv_cache_enabled'). With '-', all of standard input (at most 16 MiB) is the message (a whole "
       "traceback or log excerpt).");
@@ -87,7 +88,8 @@ Command add_list(CLI::App& root) {
     bool patterns = false;
   };
   auto o = std::make_shared<Opts>();
-  CLI::App* cmd = add_command(root, "list", "list the entries, filtered by library, tag or words",
+  CLI::App* cmd = add_command(
+      root, "list", "list the entries, filtered by library, tag or words",
       "Print the entries: id and the first sentence of the cause (JSON: one object per line). TEXT keeps the "
       "entries whose id, message, cause, trigger or tags contain every word (any case).");
   add_catalog_options(*cmd, o->catalog);
@@ -109,7 +111,8 @@ Command add_list(CLI::App& root) {
             for (const auto& e : catalog->entries()) {
               if (!o->library.empty() && e->library != o->library) continue;
               bool keep = true;
-              for (const auto& tag : o->tags) keep = keep && std::find(e->tags.begin(), e->tags.end(), tag) != e->tags.end();
+              for (const auto& tag : o->tags)
+                keep = keep && std::find(e->tags.begin(), e->tags.end(), tag) != e->tags.end();
               if (!keep) continue;
               if (!words.empty()) {
                 const std::string hay = lower(fmt::format("{}\n{}\n{}\n{}\n{}", e->id, e->template_text, e->cause,

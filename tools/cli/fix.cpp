@@ -31,7 +31,8 @@ namespace {
 void print_diff(const std::string& path, const std::string& after) {
   std::fflush(stdout);
   int pipe_fds[2];
-  if (::pipe(pipe_fds) != 0) throw std::runtime_error(fmt::format("--diff: cannot make a pipe: {}", std::strerror(errno)));
+  if (::pipe(pipe_fds) != 0)
+    throw std::runtime_error(fmt::format("--diff: cannot make a pipe: {}", std::strerror(errno)));
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
   posix_spawn_file_actions_adddup2(&actions, pipe_fds[0], STDIN_FILENO);
@@ -64,8 +65,7 @@ void print_diff(const std::string& path, const std::string& after) {
   ::close(pipe_fds[1]);
   std::signal(SIGPIPE, old_pipe);
   int status = 0;
-  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
   if (!WIFEXITED(status) || WEXITSTATUS(status) > 1) throw std::runtime_error("diff(1) failed");
 }
 
@@ -97,11 +97,13 @@ std::optional<std::size_t> ask_step(const errshim::Diagnosis& d, const errshim::
     if (!steps[i].fix) continue;
     errshim::ConfigTree scratch = config;
     const errshim::FixChoice c = errshim::choose_fix(only_step(d, i), scratch, policy);
-    fmt::print(stderr, "  [{}] {} ({})\n", i, errshim::first_sentence(steps[i].text), errshim::to_string(steps[i].fix->safety));
+    fmt::print(stderr, "  [{}] {} ({})\n", i, errshim::first_sentence(steps[i].text),
+               errshim::to_string(steps[i].fix->safety));
     if (c.step) {
       usable.push_back(i);
       for (const auto& ch : c.changes)
-        fmt::print(stderr, "      {}: {} -> {}\n", errshim::to_string(ch.path), value_text(ch.before), value_text(ch.after));
+        fmt::print(stderr, "      {}: {} -> {}\n", errshim::to_string(ch.path), value_text(ch.before),
+                   value_text(ch.after));
     } else {
       for (const auto& x : c.decisions)
         if (x.step && *x.step == i && !x.reason.empty()) fmt::print(stderr, "      not possible: {}\n", x.reason);
@@ -132,7 +134,8 @@ Command add_fix(CLI::App& root) {
     std::vector<std::string> words;
   };
   auto o = std::make_shared<Opts>();
-  CLI::App* cmd = add_command(root, "fix", "apply a catalog fix to a config file",
+  CLI::App* cmd = add_command(
+      root, "fix", "apply a catalog fix to a config file",
       "Diagnose the message and apply the first fix the policy allows to the config (YAML or JSON); print the "
       "resulting config on standard output in the input's format. FILE is not modified unless --in-place.");
   add_catalog_options(*cmd, o->catalog);
@@ -149,8 +152,7 @@ Command add_fix(CLI::App& root) {
   cmd->add_option("--backup", o->backup, "keep the original as FILE + SUFFIX (with --in-place)")
       ->type_name("SUFFIX")
       ->needs(in_place);
-  auto* step = cmd->add_option("--step", o->step,
-                               "apply step N (numbered from 0, as 'explain' and the JSON show)")
+  auto* step = cmd->add_option("--step", o->step, "apply step N (numbered from 0, as 'explain' and the JSON show)")
                    ->type_name("N");
   cmd->add_flag("--interactive,-i", o->interactive, "show the fixes that fit, apply the one you confirm")
       ->excludes(step);
@@ -189,8 +191,8 @@ Command add_fix(CLI::App& root) {
             if (auto root = errshim::root_cause_diagnosis(*catalog, *d, policy.context)) d = std::move(root);
             std::optional<std::size_t> wanted = o->step;
             if (wanted && *wanted >= d->entry->remediation.size())
-              throw usage_error(fmt::format("--step {}: {} has steps 0 to {}", *wanted, d->id(),
-                                            d->entry->remediation.size() - 1));
+              throw usage_error(
+                  fmt::format("--step {}: {} has steps 0 to {}", *wanted, d->id(), d->entry->remediation.size() - 1));
             if (o->interactive) {
               wanted = ask_step(*d, config, policy);
               if (!wanted) {
@@ -203,7 +205,8 @@ Command add_fix(CLI::App& root) {
             const errshim::FixChoice choice = errshim::choose_fix(chosen, scratch, policy);
             for (const auto& x : choice.decisions)
               if (x.outcome == errshim::Decision::Outcome::refused || x.outcome == errshim::Decision::Outcome::failed)
-                fmt::print(stderr, "errshim: {} step {} {}: {}\n", d->id(), *x.step, errshim::to_string(x.outcome), x.reason);
+                fmt::print(stderr, "errshim: {} step {} {}: {}\n", d->id(), *x.step, errshim::to_string(x.outcome),
+                           x.reason);
             if (!choice.step) {
               fmt::print(stderr, "errshim: {} recognised, but {} allowed on this config; it is unchanged\n", d->id(),
                          wanted ? fmt::format("step {} is not", *wanted) : std::string("no fix is"));
@@ -216,8 +219,9 @@ Command add_fix(CLI::App& root) {
             fmt::print(stderr, "errshim: {}: {} step {} ({}): {}\n", d->id(), o->dry_run ? "would apply" : "applied",
                        *choice.step, errshim::to_string(step.fix->safety), errshim::first_sentence(step.text));
             for (const auto& c : choice.changes)
-              if (!c.before) fmt::print(stderr, "errshim: warning: created key '{}', which {} did not have\n",
-                                        errshim::to_string(c.path), o->config);
+              if (!c.before)
+                fmt::print(stderr, "errshim: warning: created key '{}', which {} did not have\n",
+                           errshim::to_string(c.path), o->config);
             if (o->diff) print_diff(o->config, after);
             if (o->dry_run) {
               if (!o->diff) fmt::print("{}", changes_text(choice.changes));
@@ -246,15 +250,16 @@ Command add_check(CLI::App& root) {
     bool json = false;
   };
   auto o = std::make_shared<Opts>();
-  CLI::App* cmd =
-      add_command(root, "check", "report the known errors a config will hit",
-      "Report the known errors this config will hit, before loading anything.");
+  CLI::App* cmd = add_command(root, "check", "report the known errors a config will hit",
+                              "Report the known errors this config will hit, before loading anything.");
   add_catalog_options(*cmd, o->catalog);
   cmd->add_option("--config", o->config,
                   "the config to check: a model's config.json or generation_config.json, a model folder (both), or "
                   "the host's own config (YAML or JSON)")
       ->type_name("FILE|DIR");
-  cmd->add_option("--model", o->model, "the model name, for entries scoped to a model family when the config names none")->type_name("NAME");
+  cmd->add_option("--model", o->model,
+                  "the model name, for entries scoped to a model family when the config names none")
+      ->type_name("NAME");
   cmd->add_flag("--json", o->json, "print one JSON document: {\"config\", \"findings\": [...], \"catalog\"}");
   return {cmd, [o] {
             if (o->config.empty()) throw usage_error("check needs --config FILE");
@@ -266,7 +271,8 @@ Command add_check(CLI::App& root) {
             std::optional<errshim::ConfigTree> own, model, generation;
             const std::filesystem::path path(o->config);
             if (std::filesystem::is_directory(path)) {
-              if (std::filesystem::exists(path / "config.json")) model = errshim::ConfigTree::load(path / "config.json");
+              if (std::filesystem::exists(path / "config.json"))
+                model = errshim::ConfigTree::load(path / "config.json");
               if (std::filesystem::exists(path / "generation_config.json"))
                 generation = errshim::ConfigTree::load(path / "generation_config.json");
               if (!model && !generation)
@@ -297,7 +303,10 @@ Command add_check(CLI::App& root) {
                 for (const auto& b : because) w.string(b);
                 w.end_array().key("remediation").begin_array();
                 for (std::size_t i = 0; i < f.entry->remediation.size(); ++i)
-                  w.begin_object().field("step", i).field("text", errshim::fold_prose(f.entry->remediation[i].text)).end_object();
+                  w.begin_object()
+                      .field("step", i)
+                      .field("text", errshim::fold_prose(f.entry->remediation[i].text))
+                      .end_object();
                 w.end_array().end_object();
                 continue;
               }

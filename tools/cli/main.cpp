@@ -33,9 +33,8 @@ int run(int argc, char** argv) {
   app.require_subcommand(0, 1);
   bool version = false;
   app.add_flag("--version", version, "print errshim's version and the catalog's");
-  std::vector<Command> commands = {add_explain(app), add_list(app),   add_lint(app),   add_fix(app),
-                                   add_check(app),   add_import(app), add_scan(app),   add_snapshot(app),
-                                   add_draft(app)};
+  std::vector<Command> commands = {add_explain(app), add_list(app), add_lint(app),     add_fix(app),  add_check(app),
+                                   add_import(app),  add_scan(app), add_snapshot(app), add_draft(app)};
   CLI::App* help = app.add_subcommand("help", "Print this help");
   std::string current = "errshim";
   try {

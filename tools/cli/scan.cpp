@@ -143,10 +143,13 @@ int scan_follow(const ScanOpts& a) {
   options.scan.context = context_of(a.catalog);
   options.idle = std::chrono::milliseconds(a.idle_ms);
   options.syslog_escapes = a.syslog_escapes;
-  errshim::BlockFollower follower(input == "-" ? "<stdin>" : input, catalog, [&](const errshim::ScanBlock& block) {
-    fmt::print(out, "{}\n", with_catalog(errshim::to_json(block), *catalog));
-    std::fflush(out);
-  }, options);
+  errshim::BlockFollower follower(
+      input == "-" ? "<stdin>" : input, catalog,
+      [&](const errshim::ScanBlock& block) {
+        fmt::print(out, "{}\n", with_catalog(errshim::to_json(block), *catalog));
+        std::fflush(out);
+      },
+      options);
   struct sigaction sa {};
   sa.sa_handler = on_stop_signal;  // no SA_RESTART: a blocked read or poll returns at once
   sigemptyset(&sa.sa_mask);
@@ -158,8 +161,9 @@ int scan_follow(const ScanOpts& a) {
   };
   if (a.confirm) confirm(1);  // omprog waits for a new instance to say it is ready
   try {
-    errshim::follow(input, follower, [] { return g_stop_follow != 0; },
-                    a.confirm ? std::function<void(std::uint64_t)>(confirm) : nullptr);
+    errshim::follow(
+        input, follower, [] { return g_stop_follow != 0; },
+        a.confirm ? std::function<void(std::uint64_t)>(confirm) : nullptr);
   } catch (const std::runtime_error& e) {
     if (out != stdout) std::fclose(out);
     throw usage_error(e.what());
@@ -225,9 +229,10 @@ int scan(const ScanOpts& a) {
     if (bar_allowed && size >= kProgressFrom) bar = std::make_unique<ProgressBar>(name, size);
     options.on_progress = nullptr;
     // Through the pointer: a JSON write takes the bar down for good.
-    if (bar) options.on_progress = [&bar](std::uint64_t done) {
-      if (bar) (*bar)(done);
-    };
+    if (bar)
+      options.on_progress = [&bar](std::uint64_t done) {
+        if (bar) (*bar)(done);
+      };
     const auto visit = [&](const errshim::ScanBlock& block) { summary.add(block); };
     // A named file by path: mapped, and split across threads when large.
     errshim::ScanStats stats;
@@ -249,13 +254,13 @@ int scan(const ScanOpts& a) {
 
 Command add_scan(CLI::App& root) {
   auto o = std::make_shared<ScanOpts>();
-  CLI::App* cmd = add_command(root, "scan", "find and explain the error blocks in logs",
+  CLI::App* cmd = add_command(
+      root, "scan", "find and explain the error blocks in logs",
       "Find the error blocks in logs (standard input when no FILE, or '-'): Python tracebacks, Rust 'Error:' chains "
       "and panics, libtorch backtraces, ERROR/CRITICAL lines. Print how often each catalog entry occurred with its "
       "first example, then the blocks nothing matched. A progress bar is shown on a terminal for inputs over 32 MiB.");
   add_catalog_options(*cmd, o->catalog);
-  cmd->add_flag("--json", o->json,
-                "a JSON object per block: explain's fields plus file, line, lines, kind");
+  cmd->add_flag("--json", o->json, "a JSON object per block: explain's fields plus file, line, lines, kind");
   cmd->add_option("-j,--jobs", o->jobs,
                   "scan each file with N threads (default: the core count for files of 64 MiB or more)")
       ->check(CLI::Range(1u, 256u));
@@ -266,10 +271,11 @@ Command add_scan(CLI::App& root) {
   auto* idle = cmd->add_option("--idle-ms", o->idle_ms, "with --follow: a block is complete after N ms without input")
                    ->check(CLI::Range(1L, 3600000L));
   auto* out = cmd->add_option("--out", o->out, "with --follow: append the JSON lines to FILE");
-  auto* confirm = cmd->add_flag("--confirm", o->confirm,
-                                "with --follow: print OK at start and per line read (rsyslog omprog's confirmMessages)");
-  auto* escapes = cmd->add_flag("--syslog-escapes", o->syslog_escapes,
-                                "with --follow: '#012' in a line is a newline (rsyslog's escaping of multi-line records)");
+  auto* confirm = cmd->add_flag(
+      "--confirm", o->confirm, "with --follow: print OK at start and per line read (rsyslog omprog's confirmMessages)");
+  auto* escapes =
+      cmd->add_flag("--syslog-escapes", o->syslog_escapes,
+                    "with --follow: '#012' in a line is a newline (rsyslog's escaping of multi-line records)");
   for (CLI::Option* opt : {idle, out, confirm, escapes}) opt->needs("--follow");
   cmd->add_option("FILE", o->inputs, "log files ('-': standard input)");
   return {cmd, [o] { return scan(*o); }};

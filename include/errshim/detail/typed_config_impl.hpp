@@ -22,13 +22,18 @@ bool path_matches(const KeyPath& path, std::string_view key);
 
 template <class M>
 constexpr const char* kind_name() {
-  if constexpr (std::is_same_v<M, bool>) return "boolean";
-  else if constexpr (std::is_integral_v<M>) return "integer";
-  else if constexpr (std::is_floating_point_v<M>) return "number";
-  else return "string";
+  if constexpr (std::is_same_v<M, bool>)
+    return "boolean";
+  else if constexpr (std::is_integral_v<M>)
+    return "integer";
+  else if constexpr (std::is_floating_point_v<M>)
+    return "number";
+  else
+    return "string";
 }
 
-[[noreturn]] inline void refuse(const std::string& name, std::string_view kind, const Value& v, std::string_view why = {}) {
+[[noreturn]] inline void refuse(const std::string& name, std::string_view kind, const Value& v,
+                                std::string_view why = {}) {
   std::string msg = "cannot set " + name + " (" + std::string(kind) + ") to ";
   msg += v.type == Value::Type::null ? std::string("null") : "'" + v.text + "'";
   if (!why.empty()) msg += ": " + std::string(why);
@@ -89,10 +94,14 @@ std::string format_floating(long double v);
 
 template <class M>
 Value to_value(const M& v) {
-  if constexpr (std::is_same_v<M, bool>) return {Value::Type::boolean, v ? "true" : "false"};
-  else if constexpr (std::is_integral_v<M>) return {Value::Type::integer, limit_text(v)};
-  else if constexpr (std::is_floating_point_v<M>) return {Value::Type::number, format_floating(v)};
-  else return {Value::Type::string, v};
+  if constexpr (std::is_same_v<M, bool>)
+    return {Value::Type::boolean, v ? "true" : "false"};
+  else if constexpr (std::is_integral_v<M>)
+    return {Value::Type::integer, limit_text(v)};
+  else if constexpr (std::is_floating_point_v<M>)
+    return {Value::Type::number, format_floating(v)};
+  else
+    return {Value::Type::string, v};
 }
 
 // The member value `v` stands for, or config_error naming the member. Each
@@ -111,11 +120,12 @@ M from_value(const std::string& name, const Value& v) {
   } else if constexpr (std::is_integral_v<M>) {
     M out{};
     const Parsed p = v.type == Value::Type::integer || v.type == Value::Type::string ? parse_integer(v.text, out)
-                                                                                      : Parsed::malformed;
+                                                                                     : Parsed::malformed;
     if (p == Parsed::ok) return out;
     if (p == Parsed::out_of_range)
       refuse(name, kind, v,
-             "out of range " + limit_text(std::numeric_limits<M>::min()) + ".." + limit_text(std::numeric_limits<M>::max()));
+             "out of range " + limit_text(std::numeric_limits<M>::min()) + ".." +
+                 limit_text(std::numeric_limits<M>::max()));
     refuse(name, kind, v);
   } else if constexpr (std::is_floating_point_v<M>) {
     M out{};
@@ -147,9 +157,9 @@ template <class M>
 Bindings<T>& Bindings<T>::bind(std::string name, M T::*member) {
   static_assert(!std::is_enum_v<M>, "bind an enum member with bind_enum and a name table");
   static_assert(!std::is_const_v<M>, "a const member cannot be set");
-  static_assert(std::is_same_v<M, bool> || std::is_integral_v<M> || std::is_floating_point_v<M> ||
-                    std::is_same_v<M, std::string>,
-                "supported member types: bool, integral, floating point, std::string (enums: bind_enum)");
+  static_assert(
+      std::is_same_v<M, bool> || std::is_integral_v<M> || std::is_floating_point_v<M> || std::is_same_v<M, std::string>,
+      "supported member types: bool, integral, floating point, std::string (enums: bind_enum)");
   detail::config_impl::check_new_name(members_, name);
   Member m;
   m.get = [member](const T& t) -> std::optional<Value> { return detail::config_impl::to_value(t.*member); };
@@ -180,7 +190,8 @@ Bindings<T>& Bindings<T>::bind_enum(std::string name, E T::*member, std::vector<
     for (const auto& [text, e] : *table)
       if (e == t.*member) return Value{Value::Type::string, text};  // the first name, when a value has aliases
     // A value outside the table has no name; its number is the honest answer.
-    return Value{Value::Type::integer, detail::config_impl::limit_text(static_cast<std::underlying_type_t<E>>(t.*member))};
+    return Value{Value::Type::integer,
+                 detail::config_impl::limit_text(static_cast<std::underlying_type_t<E>>(t.*member))};
   };
   m.set = [member, table, name, listed](T& t, const Value& v) {
     if (v.type != Value::Type::null)
@@ -245,7 +256,8 @@ template <class T>
 void TypedConfig<T>::remove(const KeyPath& path) {
   const std::string name = to_string(path);
   if (bindings_->find(name))
-    throw config_error("cannot remove " + name + ": a struct member cannot be removed; bind a default and set it instead");
+    throw config_error("cannot remove " + name +
+                       ": a struct member cannot be removed; bind a default and set it instead");
   // Not bound: absent, so nothing to remove.
 }
 

@@ -33,6 +33,7 @@
 #include "errshim/version.hpp"
 #include "json.hpp"
 #include "observer_internal.hpp"
+#include "render_internal.hpp"
 
 // The handles. They live outside any namespace because the C header declares
 // them as global incomplete structs.
@@ -202,7 +203,6 @@ const char* entry_field(const errshim_diagnosis* d, Get get) noexcept {
   return e != nullptr ? get(*e).c_str() : "";
 }
 
-
 errshim::Policy parse_policy(const char* allowed, const char* pinned, errshim::Context context) {
   errshim::Policy policy;
   policy.mode = errshim::Mode::automatic;
@@ -294,8 +294,8 @@ void errshim_catalog_free(errshim_catalog* catalog) { delete catalog; }
 
 // ----------------------------------------------------------------- diagnosis
 
-errshim_status errshim_diagnose(const errshim_catalog* catalog, const char* message, size_t length,
-                                const char* context, errshim_diagnosis** out, char** error) {
+errshim_status errshim_diagnose(const errshim_catalog* catalog, const char* message, size_t length, const char* context,
+                                errshim_diagnosis** out, char** error) {
   if (out != nullptr) *out = nullptr;
   return boundary(error, [&] {
     require(out != nullptr, "errshim_diagnose: out is NULL");
@@ -429,8 +429,9 @@ errshim_status errshim_fix_config_skipping(const errshim_catalog* catalog, const
       char* end = nullptr;
       const unsigned long n = std::strtoul(part.c_str(), &end, 10);
       if (part[0] < '0' || part[0] > '9' || *end != '\0')
-        throw c_api_failure{ERRSHIM_INVALID_ARGUMENT,
-                            fmt::format("errshim_fix_config_skipping: skip lists 0-based step numbers, not '{}'", part)};
+        throw c_api_failure{
+            ERRSHIM_INVALID_ARGUMENT,
+            fmt::format("errshim_fix_config_skipping: skip lists 0-based step numbers, not '{}'", part)};
       skip_steps.insert(n);
     }
     require(message != nullptr || message_length == 0, "errshim_fix_config: message is NULL");

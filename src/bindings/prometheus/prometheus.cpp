@@ -50,7 +50,7 @@ struct PrometheusMetrics::Impl {
   prometheus::Histogram& latency_recognised;
   prometheus::Histogram& latency_unrecognised;
 
-  std::mutex mutex;                                   // guards the two maps
+  std::mutex mutex;  // guards the two maps
   std::map<std::string, prometheus::Counter*> buckets;  // "class\nhash" -> its counter
   prometheus::Counter& other;
   // Process-wide attachments held: while any is, the per-policy on_match
@@ -65,10 +65,11 @@ struct PrometheusMetrics::Impl {
                       .Name("errshim_decisions_total")
                       .Help("Decisions errshim made about inference errors, by catalog entry and outcome.")
                       .Register(r)),
-        attempts(prometheus::BuildCounter()
-                     .Name("errshim_remediation_attempts_total")
-                     .Help("Fixes errshim applied to a config copy before retrying the call, by entry and safety class.")
-                     .Register(r)),
+        attempts(
+            prometheus::BuildCounter()
+                .Name("errshim_remediation_attempts_total")
+                .Help("Fixes errshim applied to a config copy before retrying the call, by entry and safety class.")
+                .Register(r)),
         remediations(prometheus::BuildCounter()
                          .Name("errshim_remediations_total")
                          .Help("How remediation of a recognised error ended: succeeded, failed (fixes applied, then "
@@ -160,16 +161,13 @@ void PrometheusMetrics::observe(const Decision& d) {
           .Add({{"entry", d.entry_id}, {"safety", d.fix ? std::string(to_string(d.fix->safety)) : std::string("-")}})
           .Increment();
       break;
-    case O::succeeded:
-      ended = "succeeded";
-      break;
+    case O::succeeded: ended = "succeeded"; break;
     case O::gave_up:
       // Decision::attempt counts calls of the build function: a give-up on
       // the first call came before any fix was applied.
       ended = d.attempt > 1 ? "failed" : "no_fix";
       break;
-    default:
-      break;
+    default: break;
   }
   if (ended) impl_->remediations.Add({{"entry", d.entry_id}, {"outcome", ended}}).Increment();
 }
