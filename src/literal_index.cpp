@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 #include <limits>
+#include <memory>
 #include <stdexcept>
 
 namespace errshim::detail {
@@ -111,11 +112,45 @@ LiteralIndex::LiteralIndex(const std::vector<std::string_view>& keys, const std:
 
 void LiteralIndex::Lane::build(std::vector<std::pair<std::uint64_t, Posting>> anchors) {
   if (anchors.empty()) return;
-  std::sort(anchors.begin(), anchors.end(), [](const auto& a, const auto& b) {
-    return a.first != b.first ? a.first < b.first : a.second.key < b.second.key;
-  });
+  const std::size_t n = anchors.size();
+  // Ordered by table hash, not by gram: table_hash is a bijection, so equal
+  // hashes are equal grams and each gram's postings end up together; and a
+  // slot is the hash's top bits, so the table below fills front to back
+  // (random inserts into a table of MBs waited on a cache miss each). A
+  // stable counting sort on the top bits, then each small bucket by its
+  // hash: the anchors come in key order, which each gram's postings keep.
+  const unsigned bucket_bits = std::clamp(log2_ceil(n / 4), 4u, 18u);  // a few anchors a bucket
+  std::vector<std::uint32_t> bucket((std::size_t{1} << bucket_bits) + 1, 0);
+  for (const auto& a : anchors) ++bucket[(table_hash(a.first) >> (64 - bucket_bits)) + 1];
+  for (std::size_t b = 1; b < bucket.size(); ++b) bucket[b] += bucket[b - 1];
+  // Moved, not indexed: reading the anchors in hash order through an index
+  // waited on a cache miss for each.
+  struct Hashed {
+    std::uint64_t hash, gram;
+    Posting posting;
+  };
+  std::unique_ptr<Hashed[]> sorted(new Hashed[n]);
+  {
+    std::vector<std::uint32_t> fill(bucket.begin(), bucket.end() - 1);
+    for (const auto& a : anchors) {
+      const std::uint64_t h = table_hash(a.first);
+      sorted[fill[h >> (64 - bucket_bits)]++] = {h, a.first, a.second};
+    }
+  }
+  anchors = {};
+  const auto by_hash = [](const Hashed& a, const Hashed& b) { return a.hash < b.hash; };
+  for (std::size_t b = 0; b + 1 < bucket.size(); ++b) {
+    Hashed* const first = sorted.get() + bucket[b];
+    Hashed* const last = sorted.get() + bucket[b + 1];
+    if (last - first > 32) {
+      std::stable_sort(first, last, by_hash);
+      continue;
+    }
+    for (Hashed* it = first + (first != last); it < last; ++it)  // insertion: a bucket holds a few
+      for (Hashed* j = it; j != first && by_hash(*j, *(j - 1)); --j) std::swap(*j, *(j - 1));
+  }
   std::size_t distinct = 0;
-  for (std::size_t i = 0; i < anchors.size(); ++i) distinct += (i == 0 || anchors[i].first != anchors[i - 1].first);
+  for (std::size_t i = 0; i < n; ++i) distinct += (i == 0 || sorted[i].hash != sorted[i - 1].hash);
 
   // 16 filter bits per distinct anchor (3 set per anchor): ~1% false
   // positives; capped at 2 MiB so the filter stays in L2 even at 100k keys.
@@ -126,17 +161,33 @@ void LiteralIndex::Lane::build(std::vector<std::pair<std::uint64_t, Posting>> an
   table.assign(std::size_t{1} << table_bits, Slot{});
   table_shift = 64 - table_bits;
 
-  postings.reserve(anchors.size());
+  postings.reserve(n);
   const std::size_t mask = table.size() - 1;
-  for (std::size_t i = 0; i < anchors.size();) {
-    const std::uint64_t gram = anchors[i].first;
+  // Linear probing filled in slot order: a gram goes to the first free slot
+  // from its own, and every slot between them is taken (the run before it
+  // ends at `next`). Those pushed past the end wrap round, placed last.
+  std::size_t next = 0;
+  std::vector<Slot> wrapped;
+  for (std::size_t i = 0; i < n;) {
+    const std::uint64_t h = sorted[i].hash;
+    const std::uint64_t gram = sorted[i].gram;
     const auto begin = static_cast<std::uint32_t>(postings.size());
-    for (; i < anchors.size() && anchors[i].first == gram; ++i) postings.push_back(anchors[i].second);
-    const std::uint64_t h = filter_hash(gram);
-    filter[h >> filter_shift] |= filter_mask(h);
-    std::size_t s = table_hash(gram) >> table_shift;
+    for (; i < n && sorted[i].hash == h; ++i) postings.push_back(sorted[i].posting);
+    const std::uint64_t f = filter_hash(gram);
+    filter[f >> filter_shift] |= filter_mask(f);
+    const Slot slot{gram, begin, static_cast<std::uint32_t>(postings.size())};
+    const std::size_t s = std::max<std::size_t>(h >> table_shift, next);
+    if (s > mask) {
+      wrapped.push_back(slot);
+      continue;
+    }
+    table[s] = slot;
+    next = s + 1;
+  }
+  for (const Slot& slot : wrapped) {
+    std::size_t s = 0;
     while (table[s].end != table[s].begin) s = (s + 1) & mask;
-    table[s] = {gram, begin, static_cast<std::uint32_t>(postings.size())};
+    table[s] = slot;
   }
 }
 

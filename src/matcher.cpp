@@ -7,7 +7,6 @@
 #include <mutex>
 #include <optional>
 #include <tuple>
-#include <unordered_map>
 
 #include <boost/regex.hpp>
 #include <fmt/format.h>
@@ -257,12 +256,15 @@ Matcher::Matcher(EntryTable entries, std::vector<Problem>& problems, MatchPlan p
   std::vector<std::string_view> keys;  // views into `plan`, alive to the end
   std::vector<std::uint32_t> anchors;
   std::vector<std::uint32_t> key_of(n, kNoKey);
-  std::unordered_map<std::string_view, std::uint32_t> key_ids;
+  keys.reserve(n);
+  anchors.reserve(n);
+  ViewMap key_ids;
   key_ids.reserve(n);
   auto key_id = [&](const std::string& text, std::uint32_t anchor) {
-    const auto [it, fresh] = key_ids.emplace(text, static_cast<std::uint32_t>(keys.size()));
+    bool fresh = false;
+    const std::uint32_t id = key_ids.insert(text, static_cast<std::uint32_t>(keys.size()), fresh).value;
     if (fresh) keys.push_back(text), anchors.push_back(anchor);
-    return it->second;
+    return id;
   };
   also_begin_.reserve(n + 1);
   for (std::size_t i = 0; i < n; ++i) {
@@ -289,7 +291,7 @@ Matcher::Matcher(EntryTable entries, std::vector<Problem>& problems, MatchPlan p
     if (key_of[i] != kNoKey && group_size[key_of[i]] >= kCrowdedGroup && also.size() >= LiteralIndex::kMainLaneKey)
       also_of[i] = key_id(also, plan.items[i].also_anchor);
   }
-  key_ids.clear();
+  key_ids = {};
   index_ = LiteralIndex(keys, anchors);
 
   // Keys the index cannot hold (shorter than its anchor): their entries are
