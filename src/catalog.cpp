@@ -616,6 +616,7 @@ CatalogPtr CatalogBuilder::build() const {
         layer.plan = detail::plan_matching(layer.entries);
     detail::MatchPlan plan;
     detail::EntryTable entries;
+    entries.reserve(origin.size());
     plan.items.reserve(origin.size());
     for (std::size_t i = 0; i < origin.size(); ++i) {
       Layer& layer = layers[origin[i]];

@@ -15,16 +15,13 @@ void ViewMap::reserve(std::size_t n) {
   while (cap < 2 * n) cap *= 2;
   if (cap <= items_.size()) return;
   std::vector<Item> old = std::move(items_);
-  std::vector<std::uint32_t> old_hashes = std::move(hashes_);
   items_.assign(cap, Item{});
-  hashes_.assign(cap, 0);
   const std::size_t mask = cap - 1;
-  for (std::size_t i = 0; i < old.size(); ++i) {
-    if (!old[i].key.data()) continue;
-    std::size_t s = old_hashes[i] & mask;  // the hash kept: not worked out again
+  for (const Item& it : old) {
+    if (!it.key.data()) continue;
+    std::size_t s = it.hash & mask;  // the hash kept: not worked out again
     while (items_[s].key.data()) s = (s + 1) & mask;
-    items_[s] = old[i];
-    hashes_[s] = old_hashes[i];
+    items_[s] = it;
   }
 }
 
@@ -36,14 +33,13 @@ ViewMap::Item& ViewMap::insert(std::string_view key, std::uint32_t value, bool& 
   const std::size_t mask = items_.size() - 1;
   std::size_t s = h & mask;
   for (; items_[s].key.data(); s = (s + 1) & mask)
-    if (hashes_[s] == h && items_[s].key == key) {
+    if (items_[s].hash == h && items_[s].key == key) {
       fresh = false;
       return items_[s];
     }
   fresh = true;
   ++size_;
-  items_[s] = {key, value};
-  hashes_[s] = h;
+  items_[s] = {key, value, h};
   return items_[s];
 }
 
@@ -52,7 +48,7 @@ const ViewMap::Item* ViewMap::find(std::string_view key) const noexcept {
   const std::uint32_t h = hash(key);
   const std::size_t mask = items_.size() - 1;
   for (std::size_t s = h & mask; items_[s].key.data(); s = (s + 1) & mask)
-    if (hashes_[s] == h && items_[s].key == key) return &items_[s];
+    if (items_[s].hash == h && items_[s].key == key) return &items_[s];
   return nullptr;
 }
 
@@ -64,6 +60,8 @@ EntryTable::EntryTable(std::vector<std::shared_ptr<const Entry>> entries) {
 EntryTable::EntryTable(EntryTable&&) noexcept = default;
 EntryTable& EntryTable::operator=(EntryTable&&) noexcept = default;
 EntryTable::~EntryTable() = default;
+
+void EntryTable::reserve(std::size_t n) { slots_.reserve(n); }
 
 void EntryTable::add(std::shared_ptr<const Entry> entry) {
   Slot s;

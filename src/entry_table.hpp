@@ -27,6 +27,7 @@ class ViewMap {
   struct Item {
     std::string_view key;
     std::uint32_t value = 0;
+    std::uint32_t hash = 0;  // compared before the key, and kept for growing
   };
   // Room for `n` keys without growing.
   void reserve(std::size_t n);
@@ -38,8 +39,7 @@ class ViewMap {
 
  private:
   static std::uint32_t hash(std::string_view key) noexcept;
-  std::vector<Item> items_;            // a power of two; key.data() null: free
-  std::vector<std::uint32_t> hashes_;  // each item's hash: compared before its key, and kept for growing
+  std::vector<Item> items_;  // a power of two; key.data() null: free
   std::size_t size_ = 0;
 };
 
@@ -55,6 +55,8 @@ class EntryTable {
   // the backtracking-risk check a user catalog gets when `risk_check`.
   void add(std::shared_ptr<const Entry> entry);
   void add(const std::shared_ptr<const LazySnapshot>& from, std::size_t pos, bool risk_check);
+  // Room for `n` entries without growing.
+  void reserve(std::size_t n);
 
   std::size_t size() const noexcept { return slots_.size(); }
   // Never decodes.

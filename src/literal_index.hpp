@@ -119,7 +119,6 @@ class LiteralIndex {
 
     std::size_t min_key() const noexcept { return width + stride - 1; }
     bool empty() const noexcept { return postings.empty(); }
-    void build(std::vector<std::pair<std::uint64_t, Posting>> anchors);
     const Slot* find(std::uint64_t gram) const noexcept {
       const std::size_t mask = table.size() - 1;
       for (std::size_t s = table_hash(gram) >> table_shift;; s = (s + 1) & mask) {
@@ -149,6 +148,8 @@ class LiteralIndex {
 #endif
   }
 
+  void build_lane(std::size_t l, std::size_t n, const std::vector<std::string_view>& keys,
+                  const std::vector<std::uint8_t>& lane_of, const std::vector<std::uint32_t>& offset);
   template <std::size_t Width, class OnHit>
   void scan_lane(const Lane& lane, std::string_view text, OnHit& on_hit) const;
 
