@@ -26,8 +26,9 @@ namespace errshim {
 
 struct Catalog::Impl {
   // `ids` maps each entry's id (viewing storage the entries keep) to its position.
-  Impl(detail::EntryTable entries, std::vector<Problem>& problems, detail::MatchPlan plan, detail::ViewMap ids)
-      : matcher(std::move(entries), problems, std::move(plan)), by_id(std::move(ids)) {}
+  Impl(detail::EntryTable entries, std::vector<Problem>& problems, const std::vector<const detail::MatchPlan::Item*>& plan,
+       detail::ViewMap ids)
+      : matcher(std::move(entries), problems, plan), by_id(std::move(ids)) {}
   detail::Matcher matcher;
   detail::ViewMap by_id;  // views into the entries' ids
   std::vector<Problem> warnings;                            // Catalog::warnings()
@@ -614,22 +615,21 @@ CatalogPtr CatalogBuilder::build() const {
     for (Layer& layer : layers)
       if (!layer.lazy && layer.plan.items.size() != layer.entries.size())
         layer.plan = detail::plan_matching(layer.entries);
-    detail::MatchPlan plan;
+    // The matcher reads each item where its layer holds it (a copy of every
+    // item was megabytes of fresh memory).
+    std::vector<const detail::MatchPlan::Item*> plan;
     detail::EntryTable entries;
     entries.reserve(origin.size());
-    plan.items.reserve(origin.size());
+    plan.reserve(origin.size());
     for (std::size_t i = 0; i < origin.size(); ++i) {
-      Layer& layer = layers[origin[i]];
+      const Layer& layer = layers[origin[i]];
       if (layer.lazy) entries.add(layer.lazy, origin_pos[i], layer.from_path);
       else entries.add(layer.entries[origin_pos[i]]);
-      // With a cache the loop may come round (and a cached layer's plan is
-      // written with it below): copied. Without, each item is used once.
-      detail::MatchPlan::Item& item = layer.plan.items[origin_pos[i]];
-      if (cache) plan.items.push_back(item);
-      else plan.items.push_back(std::move(item));
+      plan.push_back(&layer.plan.items[origin_pos[i]]);
     }
     const std::size_t before_matcher = all.size();
-    auto impl = std::make_unique<Catalog::Impl>(std::move(entries), all, std::move(plan), std::move(index));
+    auto impl = std::make_unique<Catalog::Impl>(std::move(entries), all, plan, std::move(index));
+    plan = {};
     for (std::size_t i = before_matcher; i < all.size(); ++i)
       if (const detail::ViewMap::Item* it = impl->by_id.find(all[i].entry_id)) blame(origin[it->value], all[i]);
 

@@ -6,6 +6,7 @@
 #include <limits>
 #include <mutex>
 #include <optional>
+#include <stdexcept>
 #include <tuple>
 
 #include <boost/regex.hpp>
@@ -226,11 +227,24 @@ MatchPlan plan_matching(const std::vector<std::shared_ptr<const Entry>>& entries
 
 Matcher::Matcher(EntryTable entries, std::vector<Problem>& problems, MatchPlan plan)
     : table_(std::move(entries)), slots_(new Slot[table_.size()]) {
+  if (plan.items.size() != table_.size()) plan = plan_matching(table_.all());
+  std::vector<const MatchPlan::Item*> items;
+  items.reserve(plan.items.size());
+  for (const MatchPlan::Item& item : plan.items) items.push_back(&item);
+  init(problems, items);
+}
+
+Matcher::Matcher(EntryTable entries, std::vector<Problem>& problems, const std::vector<const MatchPlan::Item*>& plan)
+    : table_(std::move(entries)), slots_(new Slot[table_.size()]) {
+  if (plan.size() != table_.size()) throw std::invalid_argument("matcher: one plan item per entry expected");
+  init(problems, plan);
+}
+
+void Matcher::init(std::vector<Problem>& problems, const std::vector<const MatchPlan::Item*>& plan) {
   const std::size_t n = table_.size();
-  if (plan.items.size() != n) plan = plan_matching(table_.all());
   for (std::size_t i = 0; i < n; ++i) {
     Slot& s = slots_[i];
-    s.specificity = plan.items[i].specificity;
+    s.specificity = plan[i]->specificity;
     if (table_.deferred(i)) continue;  // a template, decoded and compiled on first use
     const Entry& e = entry(i);
     if (!table_.problem(i).empty()) {
@@ -267,12 +281,17 @@ Matcher::Matcher(EntryTable entries, std::vector<Problem>& problems, MatchPlan p
     return id;
   };
   also_begin_.reserve(n + 1);
+  {  // sized up front: grown by doubling, the bytes were copied over and over
+    std::size_t total = 0;
+    for (std::size_t i = 0; i < n; ++i) total += plan[i]->key.also.size();
+    also_bytes_.reserve(total);
+  }
   for (std::size_t i = 0; i < n; ++i) {
-    const EntryKey& k = plan.items[i].key;
+    const EntryKey& k = plan[i]->key;
     also_begin_.push_back(static_cast<std::uint32_t>(also_bytes_.size()));
     also_bytes_ += k.also;
     if (k.text.empty()) continue;
-    key_of[i] = key_id(k.text, plan.items[i].anchor);
+    key_of[i] = key_id(k.text, plan[i]->anchor);
     slots_[i].max_offset = k.max_offset;
     slots_[i].single_line = k.single_line_prefix;
     slots_[i].line_local = k.line_local;
@@ -287,9 +306,9 @@ Matcher::Matcher(EntryTable entries, std::vector<Problem>& problems, MatchPlan p
     if (key_of[i] != kNoKey) ++group_size[key_of[i]];
   std::vector<std::uint32_t> also_of(n, kNoKey);
   for (std::size_t i = 0; i < n; ++i) {
-    const std::string& also = plan.items[i].key.also;
+    const std::string& also = plan[i]->key.also;
     if (key_of[i] != kNoKey && group_size[key_of[i]] >= kCrowdedGroup && also.size() >= LiteralIndex::kMainLaneKey)
-      also_of[i] = key_id(also, plan.items[i].also_anchor);
+      also_of[i] = key_id(also, plan[i]->also_anchor);
   }
   key_ids = {};
   index_ = LiteralIndex(keys, anchors);
