@@ -194,13 +194,22 @@ std::size_t literal_length(std::string_view re) { return regex::specificity(re);
 // ------------------------------------------------------------------- entries
 
 struct Matcher::Slot {
-  // `re` and `error` are written once, inside call_once, before any reader
-  // gets past its own call_once on the same flag: no lock on the hot path.
+  // `c` is made once, inside call_once (or in the constructor, for `unless`),
+  // before any reader gets past its own call_once on the same flag: no lock
+  // on the hot path. Apart, so that the many entries never compiled cost a
+  // pointer each, not room for their regexes.
+  struct Compiled {
+    Regex re;
+    std::string error;                  // non-empty: `re` did not compile
+    std::vector<std::string> literals;  // a template's literal runs, in order (literals_in_order)
+    std::vector<Regex> unless;
+  };
   std::once_flag once;
-  Regex re;
-  std::string error;  // non-empty: `re` did not compile
-  std::vector<std::string> literals;  // a template's literal runs, in order (literals_in_order)
-  std::vector<Regex> unless;
+  std::unique_ptr<Compiled> c;
+  Compiled& made() {
+    if (!c) c = std::make_unique<Compiled>();
+    return *c;
+  }
   std::size_t specificity = 0;          // literal characters in the pattern (the winner rule)
   std::size_t max_offset = kUnbounded;  // most bytes a match starts before its literal
   bool single_line = false;             // a match starts on its literal's line
@@ -255,11 +264,11 @@ void Matcher::init(std::vector<Problem>& problems, const std::vector<const Match
     // fails the build. A template's regex is valid by construction.
     if (e.template_text.empty()) {
       std::call_once(s.once, [this, i] { compile(i); });
-      if (!s.error.empty()) problems.push_back({e.where, e.id, s.error});
+      if (!s.c->error.empty()) problems.push_back({e.where, e.id, s.c->error});
     }
     for (const std::string& u : e.unless) {
       try {
-        s.unless.emplace_back(u, kSyntax);
+        s.made().unless.emplace_back(u, kSyntax);
       } catch (const boost::regex_error& err) {
         problems.push_back({e.where, e.id, compile_error(err, u, "'unless' pattern ")});
       }
@@ -360,8 +369,8 @@ std::string_view Matcher::literal(std::size_t index) const noexcept {
 }
 
 void Matcher::compile(std::size_t index) const {
-  Slot& s = slots_[index];
   const Entry& e = entry(index);
+  Slot::Compiled& s = slots_[index].made();
   if (!table_.problem(index).empty()) {
     s.error = table_.problem(index);
     return;
@@ -387,7 +396,7 @@ void Matcher::compile(std::size_t index) const {
 const Matcher::Slot* Matcher::compiled(std::size_t index) const {
   Slot& s = slots_[index];
   std::call_once(s.once, [this, index] { compile(index); });
-  return s.error.empty() ? &s : nullptr;
+  return s.c->error.empty() ? &s : nullptr;
 }
 
 std::size_t Matcher::search_start(std::size_t index, std::string_view text, std::size_t hit) const noexcept {
@@ -523,17 +532,17 @@ class Matcher::Run {
     try {
       const Slot* s = m_.compiled(index);
       if (!s) {
-        result_.problems.push_back(fmt::format("entry '{}' cannot be matched: {}", e.id, m_.slots_[index].error));
+        result_.problems.push_back(fmt::format("entry '{}' cannot be matched: {}", e.id, m_.slots_[index].c->error));
         return false;
       }
-      if (!literals_in_order(text.substr(start, end - start), s->literals)) return false;
+      if (!literals_in_order(text.substr(start, end - start), s->c->literals)) return false;
       const char* const begin = text.data();
       // Starting late, Boost must still see the text before the start for
       // ^, \b and look-behind: match_prev_avail, and `begin` as the base.
       const auto flags = start > 0 ? kSearch | boost::match_prev_avail : kSearch;
-      if (!bounded(e, [&] { return boost::regex_search(begin + start, begin + end, m, s->re, flags, begin); }))
+      if (!bounded(e, [&] { return boost::regex_search(begin + start, begin + end, m, s->c->re, flags, begin); }))
         return false;
-      for (const Regex& u : s->unless) {
+      for (const Regex& u : s->c->unless) {
         boost::cmatch um;
         if (bounded(e, [&] { return boost::regex_search(begin, begin + text.size(), um, u, kSearch); })) return false;
       }
@@ -922,7 +931,7 @@ bool Matcher::claims(std::size_t index, std::string_view message) const noexcept
 std::vector<Problem> Matcher::compile_all() const {
   std::vector<Problem> problems;
   for (std::size_t i = 0; i < table_.size(); ++i)
-    if (!compiled(i)) problems.push_back({entry(i).where, entry(i).id, slots_[i].error});
+    if (!compiled(i)) problems.push_back({entry(i).where, entry(i).id, slots_[i].c->error});
   return problems;
 }
 
