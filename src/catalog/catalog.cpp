@@ -6,7 +6,6 @@
 #include <fstream>
 #include <random>
 #include <sstream>
-#include <unordered_map>
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -27,11 +26,11 @@ namespace errshim {
 
 struct Catalog::Impl {
   // `ids` maps each entry's id (viewing storage the entries keep) to its position.
-  Impl(detail::EntryTable entries, std::vector<Problem>& problems, detail::MatchPlan plan,
-       std::unordered_map<std::string_view, std::size_t> ids)
-      : matcher(std::move(entries), problems, std::move(plan)), by_id(std::move(ids)) {}
+  Impl(detail::EntryTable entries, std::vector<Problem>& problems, const std::vector<const detail::MatchPlan::Item*>& plan,
+       detail::ViewMap ids)
+      : matcher(std::move(entries), problems, plan), by_id(std::move(ids)) {}
   detail::Matcher matcher;
-  std::unordered_map<std::string_view, std::size_t> by_id;  // views into the entries' ids
+  detail::ViewMap by_id;  // views into the entries' ids
   std::vector<Problem> warnings;                            // Catalog::warnings()
 };
 
@@ -95,10 +94,10 @@ std::size_t Catalog::size() const noexcept { return impl_->matcher.table().size(
 std::uint64_t Catalog::content_hash() const { return impl_->matcher.table().content_hash(); }
 
 const Entry* Catalog::find(std::string_view id) const noexcept {
-  auto it = impl_->by_id.find(id);
-  if (it == impl_->by_id.end()) return nullptr;
+  const detail::ViewMap::Item* it = impl_->by_id.find(id);
+  if (!it) return nullptr;
   try {
-    return impl_->matcher.table().get(it->second).get();
+    return impl_->matcher.table().get(it->value).get();
   } catch (...) {
     return nullptr;  // out of memory decoding it
   }
@@ -113,8 +112,8 @@ std::optional<Diagnosis> Catalog::diagnose(std::string_view message, const Conte
 }
 
 bool Catalog::claims(std::string_view id, std::string_view message) const noexcept {
-  auto it = impl_->by_id.find(id);
-  return it != impl_->by_id.end() && impl_->matcher.claims(it->second, message);
+  const detail::ViewMap::Item* it = impl_->by_id.find(id);
+  return it && impl_->matcher.claims(it->value, message);
 }
 
 std::vector<Problem> Catalog::compile_all() const { return impl_->matcher.compile_all(); }
@@ -557,7 +556,7 @@ CatalogPtr CatalogBuilder::build() const {
     // id -> position in the catalog. Keys view the ids the layers hold
     // (hashing, not a copy and an ordered tree per id: at 100,000 entries
     // the copies cost a tenth of a snapshot's load).
-    std::unordered_map<std::string_view, std::size_t> index;
+    detail::ViewMap index;
     std::vector<std::optional<Problem>> blamed(layers.size());  // a layer's first problem here
     auto blame = [&](std::size_t layer, const Problem& p) {
       if (!blamed[layer]) blamed[layer] = p;
@@ -566,15 +565,20 @@ CatalogPtr CatalogBuilder::build() const {
       const Layer& layer = layers[l];
       return layer.lazy ? detail::file_problem(layer.lazy->name(), "").where : layer.entries[pos]->where;
     };
+    {
+      std::size_t total = 0;
+      for (const Layer& layer : layers) total += layer.lazy ? layer.lazy->size() : layer.entries.size();
+      index.reserve(total);
+    }
     for (std::size_t l = 0; l < layers.size(); ++l) {
       const Layer& layer = layers[l];
       const std::size_t count = layer.lazy ? layer.lazy->size() : layer.entries.size();
-      index.reserve(index.size() + count);
       for (std::size_t pos = 0; pos < count; ++pos) {
         const std::string_view id = layer.lazy ? std::string_view(layer.lazy->id(pos)) : layer.entries[pos]->id;
-        const auto [it, fresh] = index.emplace(id, origin.size());
-        if (!fresh && origin[it->second] == l) {  // this layer defined it already
-          const Location at = where(l, origin_pos[it->second]);
+        bool fresh = false;
+        detail::ViewMap::Item& it = index.insert(id, static_cast<std::uint32_t>(origin.size()), fresh);
+        if (!fresh && origin[it.value] == l) {  // this layer defined it already
+          const Location at = where(l, origin_pos[it.value]);
           all.push_back({where(l, pos), std::string(id),
                          fmt::format("duplicate id (first defined at {}:{}:{})", at.file, at.line, at.column)});
           blame(l, all.back());
@@ -586,9 +590,8 @@ CatalogPtr CatalogBuilder::build() const {
         } else {
           // A later layer replaces an earlier entry in place, keeping the
           // order; the key views this layer's id from now on.
-          const std::size_t at = it->second;
-          index.erase(it);
-          index.emplace(id, at);
+          const std::size_t at = it.value;
+          it.key = id;
           origin[at] = l;
           origin_pos[at] = pos;
         }
@@ -612,23 +615,23 @@ CatalogPtr CatalogBuilder::build() const {
     for (Layer& layer : layers)
       if (!layer.lazy && layer.plan.items.size() != layer.entries.size())
         layer.plan = detail::plan_matching(layer.entries);
-    detail::MatchPlan plan;
+    // The matcher reads each item where its layer holds it (a copy of every
+    // item was megabytes of fresh memory).
+    std::vector<const detail::MatchPlan::Item*> plan;
     detail::EntryTable entries;
-    plan.items.reserve(origin.size());
+    entries.reserve(origin.size());
+    plan.reserve(origin.size());
     for (std::size_t i = 0; i < origin.size(); ++i) {
-      Layer& layer = layers[origin[i]];
+      const Layer& layer = layers[origin[i]];
       if (layer.lazy) entries.add(layer.lazy, origin_pos[i], layer.from_path);
       else entries.add(layer.entries[origin_pos[i]]);
-      // With a cache the loop may come round (and a cached layer's plan is
-      // written with it below): copied. Without, each item is used once.
-      detail::MatchPlan::Item& item = layer.plan.items[origin_pos[i]];
-      if (cache) plan.items.push_back(item);
-      else plan.items.push_back(std::move(item));
+      plan.push_back(&layer.plan.items[origin_pos[i]]);
     }
     const std::size_t before_matcher = all.size();
-    auto impl = std::make_unique<Catalog::Impl>(std::move(entries), all, std::move(plan), std::move(index));
+    auto impl = std::make_unique<Catalog::Impl>(std::move(entries), all, plan, std::move(index));
+    plan = {};
     for (std::size_t i = before_matcher; i < all.size(); ++i)
-      if (auto it = impl->by_id.find(all[i].entry_id); it != impl->by_id.end()) blame(origin[it->second], all[i]);
+      if (const detail::ViewMap::Item* it = impl->by_id.find(all[i].entry_id)) blame(origin[it->value], all[i]);
 
     bool again = false;
     for (std::size_t l = 0; l < layers.size(); ++l) {

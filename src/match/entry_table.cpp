@@ -1,8 +1,56 @@
 #include "entry_table.hpp"
 
+#include <algorithm>
+
 #include "pattern_risk.hpp"
 
 namespace errshim::detail {
+
+std::uint32_t ViewMap::hash(std::string_view key) noexcept {
+  return static_cast<std::uint32_t>(snapshot_checksum(key));
+}
+
+void ViewMap::reserve(std::size_t n) {
+  std::size_t cap = 16;
+  while (cap < 2 * n) cap *= 2;
+  if (cap <= items_.size()) return;
+  std::vector<Item> old = std::move(items_);
+  items_.assign(cap, Item{});
+  const std::size_t mask = cap - 1;
+  for (const Item& it : old) {
+    if (!it.key.data()) continue;
+    std::size_t s = it.hash & mask;  // the hash kept: not worked out again
+    while (items_[s].key.data()) s = (s + 1) & mask;
+    items_[s] = it;
+  }
+}
+
+ViewMap::Item& ViewMap::insert(std::string_view key, std::uint32_t value, bool& fresh) {
+  if (2 * (size_ + 1) > items_.size()) reserve(std::max<std::size_t>(2 * size_, 8));
+  // An empty key is stored with a non-null pointer: null marks a free item.
+  if (!key.data()) key = std::string_view("", 0);
+  const std::uint32_t h = hash(key);
+  const std::size_t mask = items_.size() - 1;
+  std::size_t s = h & mask;
+  for (; items_[s].key.data(); s = (s + 1) & mask)
+    if (items_[s].hash == h && items_[s].key == key) {
+      fresh = false;
+      return items_[s];
+    }
+  fresh = true;
+  ++size_;
+  items_[s] = {key, value, h};
+  return items_[s];
+}
+
+const ViewMap::Item* ViewMap::find(std::string_view key) const noexcept {
+  if (items_.empty()) return nullptr;
+  const std::uint32_t h = hash(key);
+  const std::size_t mask = items_.size() - 1;
+  for (std::size_t s = h & mask; items_[s].key.data(); s = (s + 1) & mask)
+    if (items_[s].hash == h && items_[s].key == key) return &items_[s];
+  return nullptr;
+}
 
 EntryTable::EntryTable(std::vector<std::shared_ptr<const Entry>> entries) {
   slots_.reserve(entries.size());
@@ -12,6 +60,8 @@ EntryTable::EntryTable(std::vector<std::shared_ptr<const Entry>> entries) {
 EntryTable::EntryTable(EntryTable&&) noexcept = default;
 EntryTable& EntryTable::operator=(EntryTable&&) noexcept = default;
 EntryTable::~EntryTable() = default;
+
+void EntryTable::reserve(std::size_t n) { slots_.reserve(n); }
 
 void EntryTable::add(std::shared_ptr<const Entry> entry) {
   Slot s;

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <deque>
 #include <memory>
 #include <mutex>
@@ -16,6 +17,31 @@
 #include "snapshot.hpp"
 
 namespace errshim::detail {
+
+// Strings viewed elsewhere (ids, literals) -> positions, in one flat table
+// with linear probing: a node allocated per key, as std::unordered_map
+// does, was a good part of building a catalog of many entries, and again
+// of freeing it.
+class ViewMap {
+ public:
+  struct Item {
+    std::string_view key;
+    std::uint32_t value = 0;
+    std::uint32_t hash = 0;  // compared before the key, and kept for growing
+  };
+  // Room for `n` keys without growing.
+  void reserve(std::size_t n);
+  // The item of `key`, added with `value` when there is none (fresh).
+  // Valid until the next insert; its key may be replaced by an equal view.
+  Item& insert(std::string_view key, std::uint32_t value, bool& fresh);
+  const Item* find(std::string_view key) const noexcept;
+  std::size_t size() const noexcept { return size_; }
+
+ private:
+  static std::uint32_t hash(std::string_view key) noexcept;
+  std::vector<Item> items_;  // a power of two; key.data() null: free
+  std::size_t size_ = 0;
+};
 
 class EntryTable {
  public:
@@ -29,6 +55,8 @@ class EntryTable {
   // the backtracking-risk check a user catalog gets when `risk_check`.
   void add(std::shared_ptr<const Entry> entry);
   void add(const std::shared_ptr<const LazySnapshot>& from, std::size_t pos, bool risk_check);
+  // Room for `n` entries without growing.
+  void reserve(std::size_t n);
 
   std::size_t size() const noexcept { return slots_.size(); }
   // Never decodes.

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 #include <limits>
+#include <memory>
 #include <stdexcept>
 
 namespace errshim::detail {
@@ -74,69 +75,134 @@ LiteralIndex::LiteralIndex(const std::vector<std::string_view>& keys, const std:
 
   for (std::size_t l = 0; l < 3; ++l) lanes_[l].width = kLanes[l].width, lanes_[l].stride = kLanes[l].stride;
   static_assert(kMainLaneKey == 8 + 4 - 1, "the main lane's shortest key");
-  std::vector<std::pair<std::uint64_t, Posting>> lane_anchors[3];
-  {  // sized up front: grown by doubling they were touched twice over
-    std::size_t per_lane[3] = {0, 0, 0};
-    for (const std::string_view key : keys)
-      if (const std::size_t l = lane_for(key.size()); l < 3) per_lane[l] += kLanes[l].stride;
-    for (std::size_t l = 0; l < 3; ++l) lane_anchors[l].reserve(per_lane[l]);
-  }
+  std::vector<std::uint8_t> lane_of(keys.size());
+  std::vector<std::uint32_t> offset(keys.size());  // of each indexed key's anchor
+  std::size_t per_lane[3] = {0, 0, 0};             // anchors
   for (std::size_t id = 0; id < keys.size(); ++id) {
     const std::string_view key = keys[id];
     key_begin_.push_back(static_cast<std::uint32_t>(key_bytes_.size()));
     key_bytes_ += key;
     const std::size_t l = lane_for(key.size());
+    lane_of[id] = static_cast<std::uint8_t>(l);
     if (l == 3) {
       unindexed_.push_back(id);
       continue;
     }
-    const Lane& lane = lanes_[l];
     // `stride` consecutive windows from the anchor must fit in the key.
-    const std::size_t o = anchors[id] + lane.min_key() <= key.size() ? anchors[id] : 0;
-    // The 8 bytes at the end of the key farther from the anchor.
-    std::uint64_t check = 0, check_mask = 0;
-    const std::size_t check_len = std::min<std::size_t>(key.size(), 8);
-    const std::size_t anchor_middle = o + (lane.width + lane.stride - 1) / 2;
-    const std::size_t check_at = key.size() > 8 && 2 * anchor_middle < key.size() ? key.size() - 8 : 0;
-    std::memcpy(&check, key.data() + check_at, check_len);
-    std::memset(&check_mask, 0xFF, check_len);
-    for (std::size_t j = 0; j < lane.stride; ++j)
-      lane_anchors[l].push_back({load_gram(key.data() + o + j, lane.width),
-                                 {static_cast<std::uint32_t>(id), static_cast<std::uint32_t>(o + j), check, check_mask,
-                                  static_cast<std::uint32_t>(check_at)}});
+    offset[id] = anchors[id] + lanes_[l].min_key() <= key.size() ? anchors[id] : 0;
+    per_lane[l] += lanes_[l].stride;
   }
   key_begin_.push_back(static_cast<std::uint32_t>(key_bytes_.size()));
-  for (std::size_t l = 0; l < 3; ++l) lanes_[l].build(std::move(lane_anchors[l]));
+  for (std::size_t l = 0; l < 3; ++l)
+    if (per_lane[l] > 0) build_lane(l, per_lane[l], keys, lane_of, offset);
 }
 
-void LiteralIndex::Lane::build(std::vector<std::pair<std::uint64_t, Posting>> anchors) {
-  if (anchors.empty()) return;
-  std::sort(anchors.begin(), anchors.end(), [](const auto& a, const auto& b) {
-    return a.first != b.first ? a.first < b.first : a.second.key < b.second.key;
-  });
+// Lane `l`'s postings, filter and table, from its `n` anchors.
+//
+// The postings are put in the order of their anchor's table hash, not by
+// gram: table_hash is a bijection, so equal hashes are equal grams and each
+// gram's postings end up together; and a slot is the hash's top bits, so
+// the table fills front to back (random inserts into a table of MBs waited
+// on a cache miss each). A counting sort on the hash's top bits writes each
+// posting straight to its place (the anchors in a list of their own, then
+// sorted, were most of the memory a build touched), then each small bucket
+// is put in hash order; the keys come in order and each gram's postings
+// keep it.
+void LiteralIndex::build_lane(std::size_t l, std::size_t n, const std::vector<std::string_view>& keys,
+                              const std::vector<std::uint8_t>& lane_of, const std::vector<std::uint32_t>& offset) {
+  static_assert(odd_inverse(kTableMul) * kTableMul == 1, "table_gram inverts table_hash");
+  Lane& lane = lanes_[l];
+  if (n >= std::numeric_limits<std::uint32_t>::max()) throw std::length_error("literal index: too many anchors");
+  const std::size_t width = lane.width, stride = lane.stride;
+  auto gram_at = [&](std::size_t id, std::size_t j) { return load_gram(keys[id].data() + offset[id] + j, width); };
+  const unsigned bucket_bits = std::clamp(log2_ceil(n / 4), 4u, 18u);  // a few anchors a bucket
+  const unsigned bucket_shift = 64 - bucket_bits;
+  std::vector<std::uint32_t> bucket((std::size_t{1} << bucket_bits) + 1, 0);
+  for (std::size_t id = 0; id < keys.size(); ++id)
+    if (lane_of[id] == l)
+      for (std::size_t j = 0; j < stride; ++j) ++bucket[(table_hash(gram_at(id, j)) >> bucket_shift) + 1];
+  for (std::size_t b = 1; b < bucket.size(); ++b) bucket[b] += bucket[b - 1];
+
+  std::vector<Posting>& postings = lane.postings;
+  postings.resize(n);
+  std::unique_ptr<std::uint64_t[]> hash(new std::uint64_t[n]);  // of each posting's anchor
+  {
+    std::vector<std::uint32_t> fill(bucket.begin(), bucket.end() - 1);
+    for (std::size_t id = 0; id < keys.size(); ++id) {
+      if (lane_of[id] != l) continue;
+      const std::string_view key = keys[id];
+      const std::size_t o = offset[id];
+      // The 8 bytes at the end of the key farther from the anchor.
+      std::uint64_t check = 0, check_mask = 0;
+      const std::size_t check_len = std::min<std::size_t>(key.size(), 8);
+      const std::size_t anchor_middle = o + (width + stride - 1) / 2;
+      const std::size_t check_at = key.size() > 8 && 2 * anchor_middle < key.size() ? key.size() - 8 : 0;
+      std::memcpy(&check, key.data() + check_at, check_len);
+      std::memset(&check_mask, 0xFF, check_len);
+      for (std::size_t j = 0; j < stride; ++j) {
+        const std::uint64_t h = table_hash(gram_at(id, j));
+        const std::uint32_t at = fill[h >> bucket_shift]++;
+        postings[at] = {static_cast<std::uint32_t>(id), static_cast<std::uint32_t>(o + j), check, check_mask,
+                        static_cast<std::uint32_t>(check_at)};
+        hash[at] = h;
+      }
+    }
+  }
+  for (std::size_t b = 0; b + 1 < bucket.size(); ++b) {
+    const std::size_t first = bucket[b], last = bucket[b + 1];
+    if (last - first > 32) {  // a gram many keys share: rare, sorted aside
+      std::vector<std::pair<std::uint64_t, Posting>> part;
+      part.reserve(last - first);
+      for (std::size_t i = first; i < last; ++i) part.push_back({hash[i], postings[i]});
+      std::stable_sort(part.begin(), part.end(), [](const auto& x, const auto& y) { return x.first < y.first; });
+      for (std::size_t i = first; i < last; ++i) hash[i] = part[i - first].first, postings[i] = part[i - first].second;
+      continue;
+    }
+    for (std::size_t i = first + 1; i < last; ++i)  // insertion: a bucket holds a few
+      for (std::size_t j = i; j > first && hash[j] < hash[j - 1]; --j) {
+        std::swap(hash[j], hash[j - 1]);
+        std::swap(postings[j], postings[j - 1]);
+      }
+  }
+  bucket = {};
   std::size_t distinct = 0;
-  for (std::size_t i = 0; i < anchors.size(); ++i) distinct += (i == 0 || anchors[i].first != anchors[i - 1].first);
+  for (std::size_t i = 0; i < n; ++i) distinct += (i == 0 || hash[i] != hash[i - 1]);
 
   // 16 filter bits per distinct anchor (3 set per anchor): ~1% false
   // positives; capped at 2 MiB so the filter stays in L2 even at 100k keys.
   const unsigned word_bits = std::clamp(log2_ceil(distinct * 16 / 64), 4u, 18u);
-  filter.assign(std::size_t{1} << word_bits, 0);
-  filter_shift = 64 - word_bits;
+  lane.filter.assign(std::size_t{1} << word_bits, 0);
+  lane.filter_shift = 64 - word_bits;
   const unsigned table_bits = std::max(4u, log2_ceil(distinct * 2));
-  table.assign(std::size_t{1} << table_bits, Slot{});
-  table_shift = 64 - table_bits;
+  lane.table.assign(std::size_t{1} << table_bits, Slot{});
+  lane.table_shift = 64 - table_bits;
 
-  postings.reserve(anchors.size());
-  const std::size_t mask = table.size() - 1;
-  for (std::size_t i = 0; i < anchors.size();) {
-    const std::uint64_t gram = anchors[i].first;
-    const auto begin = static_cast<std::uint32_t>(postings.size());
-    for (; i < anchors.size() && anchors[i].first == gram; ++i) postings.push_back(anchors[i].second);
-    const std::uint64_t h = filter_hash(gram);
-    filter[h >> filter_shift] |= filter_mask(h);
-    std::size_t s = table_hash(gram) >> table_shift;
-    while (table[s].end != table[s].begin) s = (s + 1) & mask;
-    table[s] = {gram, begin, static_cast<std::uint32_t>(postings.size())};
+  // Linear probing filled in slot order: a gram goes to the first free slot
+  // from its own, and every slot between them is taken (the run before it
+  // ends at `next`). Those pushed past the end wrap round, placed last.
+  const std::size_t mask = lane.table.size() - 1;
+  std::size_t next = 0;
+  std::vector<Slot> wrapped;
+  for (std::size_t i = 0; i < n;) {
+    const std::uint64_t h = hash[i];
+    const auto begin = static_cast<std::uint32_t>(i);
+    const std::uint64_t gram = table_gram(h);  // not from the key's bytes: a cache miss each, in hash order
+    while (i < n && hash[i] == h) ++i;
+    const std::uint64_t f = filter_hash(gram);
+    lane.filter[f >> lane.filter_shift] |= filter_mask(f);
+    const Slot slot{gram, begin, static_cast<std::uint32_t>(i)};
+    const std::size_t s = std::max<std::size_t>(h >> lane.table_shift, next);
+    if (s > mask) {
+      wrapped.push_back(slot);
+      continue;
+    }
+    lane.table[s] = slot;
+    next = s + 1;
+  }
+  for (const Slot& slot : wrapped) {
+    std::size_t s = 0;
+    while (lane.table[s].end != lane.table[s].begin) s = (s + 1) & mask;
+    lane.table[s] = slot;
   }
 }
 

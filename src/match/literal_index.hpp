@@ -119,7 +119,6 @@ class LiteralIndex {
 
     std::size_t min_key() const noexcept { return width + stride - 1; }
     bool empty() const noexcept { return postings.empty(); }
-    void build(std::vector<std::pair<std::uint64_t, Posting>> anchors);
     const Slot* find(std::uint64_t gram) const noexcept {
       const std::size_t mask = table.size() - 1;
       for (std::size_t s = table_hash(gram) >> table_shift;; s = (s + 1) & mask) {
@@ -138,8 +137,17 @@ class LiteralIndex {
   static std::uint64_t filter_mask(std::uint64_t h) noexcept {
     return (1ull << ((h >> 20) & 63)) | (1ull << ((h >> 26) & 63)) | (1ull << ((h >> 32) & 63));
   }
-  static std::uint64_t table_hash(std::uint64_t gram) noexcept {
-    return (gram ^ (gram >> 31)) * 0xD6E8FEB86659FD93ull;
+  static constexpr std::uint64_t kTableMul = 0xD6E8FEB86659FD93ull;
+  static std::uint64_t table_hash(std::uint64_t gram) noexcept { return (gram ^ (gram >> 31)) * kTableMul; }
+  // Its inverse (table_hash is a bijection): the gram back from its hash.
+  static constexpr std::uint64_t odd_inverse(std::uint64_t a) noexcept {
+    std::uint64_t x = a;  // right in 3 bits; each step doubles them
+    for (int i = 0; i < 5; ++i) x *= 2 - a * x;
+    return x;
+  }
+  static std::uint64_t table_gram(std::uint64_t hash) noexcept {
+    const std::uint64_t x = hash * odd_inverse(kTableMul);
+    return x ^ (x >> 31) ^ (x >> 62);
   }
   static void prefetch(const void* p) noexcept {
 #if defined(__GNUC__)
@@ -149,6 +157,8 @@ class LiteralIndex {
 #endif
   }
 
+  void build_lane(std::size_t l, std::size_t n, const std::vector<std::string_view>& keys,
+                  const std::vector<std::uint8_t>& lane_of, const std::vector<std::uint32_t>& offset);
   template <std::size_t Width, class OnHit>
   void scan_lane(const Lane& lane, std::string_view text, OnHit& on_hit) const;
 

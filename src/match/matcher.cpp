@@ -6,8 +6,8 @@
 #include <limits>
 #include <mutex>
 #include <optional>
+#include <stdexcept>
 #include <tuple>
-#include <unordered_map>
 
 #include <boost/regex.hpp>
 #include <fmt/format.h>
@@ -194,13 +194,22 @@ std::size_t literal_length(std::string_view re) { return regex::specificity(re);
 // ------------------------------------------------------------------- entries
 
 struct Matcher::Slot {
-  // `re` and `error` are written once, inside call_once, before any reader
-  // gets past its own call_once on the same flag: no lock on the hot path.
+  // `c` is made once, inside call_once (or in the constructor, for `unless`),
+  // before any reader gets past its own call_once on the same flag: no lock
+  // on the hot path. Apart, so that the many entries never compiled cost a
+  // pointer each, not room for their regexes.
+  struct Compiled {
+    Regex re;
+    std::string error;                  // non-empty: `re` did not compile
+    std::vector<std::string> literals;  // a template's literal runs, in order (literals_in_order)
+    std::vector<Regex> unless;
+  };
   std::once_flag once;
-  Regex re;
-  std::string error;  // non-empty: `re` did not compile
-  std::vector<std::string> literals;  // a template's literal runs, in order (literals_in_order)
-  std::vector<Regex> unless;
+  std::unique_ptr<Compiled> c;
+  Compiled& made() {
+    if (!c) c = std::make_unique<Compiled>();
+    return *c;
+  }
   std::size_t specificity = 0;          // literal characters in the pattern (the winner rule)
   std::size_t max_offset = kUnbounded;  // most bytes a match starts before its literal
   bool single_line = false;             // a match starts on its literal's line
@@ -227,11 +236,24 @@ MatchPlan plan_matching(const std::vector<std::shared_ptr<const Entry>>& entries
 
 Matcher::Matcher(EntryTable entries, std::vector<Problem>& problems, MatchPlan plan)
     : table_(std::move(entries)), slots_(new Slot[table_.size()]) {
+  if (plan.items.size() != table_.size()) plan = plan_matching(table_.all());
+  std::vector<const MatchPlan::Item*> items;
+  items.reserve(plan.items.size());
+  for (const MatchPlan::Item& item : plan.items) items.push_back(&item);
+  init(problems, items);
+}
+
+Matcher::Matcher(EntryTable entries, std::vector<Problem>& problems, const std::vector<const MatchPlan::Item*>& plan)
+    : table_(std::move(entries)), slots_(new Slot[table_.size()]) {
+  if (plan.size() != table_.size()) throw std::invalid_argument("matcher: one plan item per entry expected");
+  init(problems, plan);
+}
+
+void Matcher::init(std::vector<Problem>& problems, const std::vector<const MatchPlan::Item*>& plan) {
   const std::size_t n = table_.size();
-  if (plan.items.size() != n) plan = plan_matching(table_.all());
   for (std::size_t i = 0; i < n; ++i) {
     Slot& s = slots_[i];
-    s.specificity = plan.items[i].specificity;
+    s.specificity = plan[i]->specificity;
     if (table_.deferred(i)) continue;  // a template, decoded and compiled on first use
     const Entry& e = entry(i);
     if (!table_.problem(i).empty()) {
@@ -242,11 +264,11 @@ Matcher::Matcher(EntryTable entries, std::vector<Problem>& problems, MatchPlan p
     // fails the build. A template's regex is valid by construction.
     if (e.template_text.empty()) {
       std::call_once(s.once, [this, i] { compile(i); });
-      if (!s.error.empty()) problems.push_back({e.where, e.id, s.error});
+      if (!s.c->error.empty()) problems.push_back({e.where, e.id, s.c->error});
     }
     for (const std::string& u : e.unless) {
       try {
-        s.unless.emplace_back(u, kSyntax);
+        s.made().unless.emplace_back(u, kSyntax);
       } catch (const boost::regex_error& err) {
         problems.push_back({e.where, e.id, compile_error(err, u, "'unless' pattern ")});
       }
@@ -257,20 +279,28 @@ Matcher::Matcher(EntryTable entries, std::vector<Problem>& problems, MatchPlan p
   std::vector<std::string_view> keys;  // views into `plan`, alive to the end
   std::vector<std::uint32_t> anchors;
   std::vector<std::uint32_t> key_of(n, kNoKey);
-  std::unordered_map<std::string_view, std::uint32_t> key_ids;
+  keys.reserve(n);
+  anchors.reserve(n);
+  ViewMap key_ids;
   key_ids.reserve(n);
   auto key_id = [&](const std::string& text, std::uint32_t anchor) {
-    const auto [it, fresh] = key_ids.emplace(text, static_cast<std::uint32_t>(keys.size()));
+    bool fresh = false;
+    const std::uint32_t id = key_ids.insert(text, static_cast<std::uint32_t>(keys.size()), fresh).value;
     if (fresh) keys.push_back(text), anchors.push_back(anchor);
-    return it->second;
+    return id;
   };
   also_begin_.reserve(n + 1);
+  {  // sized up front: grown by doubling, the bytes were copied over and over
+    std::size_t total = 0;
+    for (std::size_t i = 0; i < n; ++i) total += plan[i]->key.also.size();
+    also_bytes_.reserve(total);
+  }
   for (std::size_t i = 0; i < n; ++i) {
-    const EntryKey& k = plan.items[i].key;
+    const EntryKey& k = plan[i]->key;
     also_begin_.push_back(static_cast<std::uint32_t>(also_bytes_.size()));
     also_bytes_ += k.also;
     if (k.text.empty()) continue;
-    key_of[i] = key_id(k.text, plan.items[i].anchor);
+    key_of[i] = key_id(k.text, plan[i]->anchor);
     slots_[i].max_offset = k.max_offset;
     slots_[i].single_line = k.single_line_prefix;
     slots_[i].line_local = k.line_local;
@@ -285,11 +315,11 @@ Matcher::Matcher(EntryTable entries, std::vector<Problem>& problems, MatchPlan p
     if (key_of[i] != kNoKey) ++group_size[key_of[i]];
   std::vector<std::uint32_t> also_of(n, kNoKey);
   for (std::size_t i = 0; i < n; ++i) {
-    const std::string& also = plan.items[i].key.also;
+    const std::string& also = plan[i]->key.also;
     if (key_of[i] != kNoKey && group_size[key_of[i]] >= kCrowdedGroup && also.size() >= LiteralIndex::kMainLaneKey)
-      also_of[i] = key_id(also, plan.items[i].also_anchor);
+      also_of[i] = key_id(also, plan[i]->also_anchor);
   }
-  key_ids.clear();
+  key_ids = {};
   index_ = LiteralIndex(keys, anchors);
 
   // Keys the index cannot hold (shorter than its anchor): their entries are
@@ -339,8 +369,8 @@ std::string_view Matcher::literal(std::size_t index) const noexcept {
 }
 
 void Matcher::compile(std::size_t index) const {
-  Slot& s = slots_[index];
   const Entry& e = entry(index);
+  Slot::Compiled& s = slots_[index].made();
   if (!table_.problem(index).empty()) {
     s.error = table_.problem(index);
     return;
@@ -366,7 +396,7 @@ void Matcher::compile(std::size_t index) const {
 const Matcher::Slot* Matcher::compiled(std::size_t index) const {
   Slot& s = slots_[index];
   std::call_once(s.once, [this, index] { compile(index); });
-  return s.error.empty() ? &s : nullptr;
+  return s.c->error.empty() ? &s : nullptr;
 }
 
 std::size_t Matcher::search_start(std::size_t index, std::string_view text, std::size_t hit) const noexcept {
@@ -502,17 +532,17 @@ class Matcher::Run {
     try {
       const Slot* s = m_.compiled(index);
       if (!s) {
-        result_.problems.push_back(fmt::format("entry '{}' cannot be matched: {}", e.id, m_.slots_[index].error));
+        result_.problems.push_back(fmt::format("entry '{}' cannot be matched: {}", e.id, m_.slots_[index].c->error));
         return false;
       }
-      if (!literals_in_order(text.substr(start, end - start), s->literals)) return false;
+      if (!literals_in_order(text.substr(start, end - start), s->c->literals)) return false;
       const char* const begin = text.data();
       // Starting late, Boost must still see the text before the start for
       // ^, \b and look-behind: match_prev_avail, and `begin` as the base.
       const auto flags = start > 0 ? kSearch | boost::match_prev_avail : kSearch;
-      if (!bounded(e, [&] { return boost::regex_search(begin + start, begin + end, m, s->re, flags, begin); }))
+      if (!bounded(e, [&] { return boost::regex_search(begin + start, begin + end, m, s->c->re, flags, begin); }))
         return false;
-      for (const Regex& u : s->unless) {
+      for (const Regex& u : s->c->unless) {
         boost::cmatch um;
         if (bounded(e, [&] { return boost::regex_search(begin, begin + text.size(), um, u, kSearch); })) return false;
       }
@@ -901,7 +931,7 @@ bool Matcher::claims(std::size_t index, std::string_view message) const noexcept
 std::vector<Problem> Matcher::compile_all() const {
   std::vector<Problem> problems;
   for (std::size_t i = 0; i < table_.size(); ++i)
-    if (!compiled(i)) problems.push_back({entry(i).where, entry(i).id, slots_[i].error});
+    if (!compiled(i)) problems.push_back({entry(i).where, entry(i).id, slots_[i].c->error});
   return problems;
 }
 

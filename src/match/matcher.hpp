@@ -46,6 +46,9 @@ class Matcher {
   // compile on first use. `plan` is plan_matching(entries), worked out here
   // unless given (one item per entry).
   Matcher(EntryTable entries, std::vector<Problem>& problems, MatchPlan plan = {});
+  // The same with entry i's plan item at plan[i], read here only: a
+  // catalog of layers points at each layer's own plan, not a copy of all.
+  Matcher(EntryTable entries, std::vector<Problem>& problems, const std::vector<const MatchPlan::Item*>& plan);
   Matcher(std::vector<std::shared_ptr<const Entry>> entries, std::vector<Problem>& problems, MatchPlan plan = {})
       : Matcher(EntryTable(std::move(entries)), problems, std::move(plan)) {}
   ~Matcher();
@@ -120,6 +123,8 @@ class Matcher {
     std::uint32_t entry;
     bool operator<(const Member& o) const { return also != o.also ? also < o.also : entry < o.entry; }
   };
+
+  void init(std::vector<Problem>& problems, const std::vector<const MatchPlan::Item*>& plan);
 
   // Appends the entries the index hands to their regexes for `text`: each
   // whose literal occurs (once per occurrence, with its position) and, in a

@@ -245,10 +245,12 @@ class Reader {
     v.reserve(std::min<std::size_t>(n, bytes_per_item ? (in_.size() - pos_) / bytes_per_item : 16));
     for (std::uint32_t i = 0; i < n; ++i) v.push_back(read_one());
   }
-  std::string str() {
+  std::string str() { return std::string(view()); }
+  // A string as a view of the bytes read.
+  std::string_view view() {
     const std::uint32_t n = u32();
     need(n, "a string");
-    std::string s(in_.substr(pos_, n));
+    const std::string_view s = in_.substr(pos_, n);
     pos_ += n;
     return s;
   }
@@ -497,15 +499,9 @@ std::string write_snapshot(const std::vector<std::shared_ptr<const Entry>>& entr
 
 
 struct SnapshotIndex {
-  struct Item {  // what the index says of one entry
-    std::string id;
-    bool eager = false;
-    MatchPlan::Item plan;
-    std::size_t offset = 0, size = 0;  // of its record, from the first record
-    std::uint64_t sum = 0;
-  };
   std::uint64_t source = 0;
-  std::vector<Item> items;
+  std::vector<LazySnapshot::Item> items;  // what the index says of each entry (ids view its bytes)
+  MatchPlan plan;                         // and its plan item
   std::size_t records = 0;  // where the records start, from the file's first byte
 };
 
@@ -542,13 +538,16 @@ SnapshotIndex read_index(std::string_view bytes, std::size_t records, std::size_
   SnapshotIndex out;
   out.records = records;
   out.source = static_cast<std::uint64_t>(in.i64());
-  in.list(out.items, [&in] {
-    SnapshotIndex::Item item;
-    item.id = in.str();
+  in.list(out.items, [&in, &out] {
+    LazySnapshot::Item item;
+    item.id = in.view();
     const std::uint8_t flags = in.u8();
     if (flags > kEagerFlag) in.fail(in.offset() - 1, "unknown entry flags");
     item.eager = flags == kEagerFlag;
-    item.plan = in.plan_item();
+    // Sized as the items are (list() bounds that by the bytes left).
+    if (out.plan.items.capacity() < out.items.capacity()) out.plan.items.reserve(out.items.capacity());
+    out.plan.items.push_back(in.plan_item());
+    item.specificity = out.plan.items.back().specificity;
     const std::size_t at = in.offset();
     const std::int64_t offset = in.i64(), length = in.i64();
     if (offset < 0 || length < 0) in.fail(at, "a negative record offset or size");
@@ -563,7 +562,7 @@ SnapshotIndex read_index(std::string_view bytes, std::size_t records, std::size_
     in.fail(end, "its index checksum does not match (damaged or cut short): rebuild the snapshot");
   if (!in.done()) in.fail(in.offset(), "bytes between the index and the records");
   const std::size_t room = size - 8 - records;
-  for (const SnapshotIndex::Item& item : out.items)
+  for (const LazySnapshot::Item& item : out.items)
     if (item.offset > room || item.size > room - item.offset)
       in.fail(end, fmt::format("entry '{}': its record lies past the end of the snapshot", item.id));
   return out;
@@ -571,7 +570,7 @@ SnapshotIndex read_index(std::string_view bytes, std::size_t records, std::size_
 
 // The entry in `record` (its bytes, at `at` in the file), checked against
 // its index item.
-std::shared_ptr<const Entry> read_record(std::string_view record, std::size_t at, const std::string& id,
+std::shared_ptr<const Entry> read_record(std::string_view record, std::size_t at, std::string_view id,
                                          std::size_t specificity) {
   Reader in(record);
   auto e = std::make_shared<Entry>();
@@ -609,12 +608,11 @@ Snapshot read_snapshot(std::string_view bytes, const std::string& name, std::vec
     SnapshotIndex index = read_index(bytes, records, bytes.size(), false);  // the whole is checked
     out.source = index.source;
     out.entries.reserve(index.items.size());
-    out.plan.items.reserve(index.items.size());
-    for (SnapshotIndex::Item& item : index.items) {
+    for (const LazySnapshot::Item& item : index.items) {
       const std::size_t at = records + item.offset;
-      out.entries.push_back(read_record(bytes.substr(at, item.size), at, item.id, item.plan.specificity));
-      out.plan.items.push_back(std::move(item.plan));
+      out.entries.push_back(read_record(bytes.substr(at, item.size), at, item.id, item.specificity));
     }
+    out.plan = std::move(index.plan);
   } catch (const Damaged& d) {
     problems.push_back(file_problem(name, damaged_text(d)));
     out = {};
@@ -631,12 +629,8 @@ std::shared_ptr<LazySnapshot> LazySnapshot::finish(SnapshotIndex index, std::str
   auto out = std::shared_ptr<LazySnapshot>(new LazySnapshot());
   out->records_ = index.records;
   out->source_ = index.source;
-  out->items_.reserve(index.items.size());
-  out->plan_.items.reserve(index.items.size());
-  for (SnapshotIndex::Item& item : index.items) {
-    out->items_.push_back({std::move(item.id), item.offset, item.size, item.sum, item.plan.specificity, item.eager});
-    out->plan_.items.push_back(std::move(item.plan));
-  }
+  out->items_ = std::move(index.items);
+  out->plan_ = std::move(index.plan);
   out->name_ = std::move(name);
   return out;
 }
@@ -655,15 +649,8 @@ std::shared_ptr<LazySnapshot> LazySnapshot::read(std::string_view bytes, std::st
 }
 
 namespace {
-// Bytes read from a file, not zeroed first (an index is megabytes).
-struct Buffer {
-  std::unique_ptr<char[]> data;
-  std::size_t size = 0;
-  std::string_view view() const { return {data.get(), size}; }
-};
-
 // Reads [at, at + n) of `fd` into `out`; false when the file is shorter.
-bool read_at(int fd, std::size_t at, std::size_t n, Buffer& out) {
+bool read_at(int fd, std::size_t at, std::size_t n, LazySnapshot::Buffer& out) {
   out.data.reset(new char[n]);
   out.size = n;
   std::size_t done = 0;
@@ -697,6 +684,16 @@ std::shared_ptr<LazySnapshot> LazySnapshot::open(const std::filesystem::path& pa
       throw Damaged{prefix.size - kMagic.size(), "cut short while reading the index"};
     std::shared_ptr<LazySnapshot> out = finish(read_index(prefix.view(), records, size, true), name);
     out->fd_ = fd;
+    // The ids, copied into one string they view: a string each was a
+    // tenth of the load, and the index's bytes are mostly plan, used once.
+    std::size_t total = 0;
+    for (const Item& item : out->items_) total += item.id.size();
+    out->ids_.reserve(total);
+    for (Item& item : out->items_) {
+      const std::size_t at = out->ids_.size();
+      out->ids_ += item.id;
+      item.id = std::string_view(out->ids_).substr(at, item.id.size());
+    }
     return out;
   } catch (const Damaged& d) {
     ::close(fd);
@@ -706,7 +703,7 @@ std::shared_ptr<LazySnapshot> LazySnapshot::open(const std::filesystem::path& pa
 }
 
 std::size_t LazySnapshot::size() const noexcept { return items_.size(); }
-const std::string& LazySnapshot::id(std::size_t i) const noexcept { return items_[i].id; }
+std::string_view LazySnapshot::id(std::size_t i) const noexcept { return items_[i].id; }
 bool LazySnapshot::eager(std::size_t i) const noexcept { return items_[i].eager; }
 
 std::shared_ptr<const Entry> LazySnapshot::decode(std::size_t i, std::string& problem) const {

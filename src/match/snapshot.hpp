@@ -80,7 +80,7 @@ class LazySnapshot {
   LazySnapshot& operator=(const LazySnapshot&) = delete;
 
   std::size_t size() const noexcept;
-  const std::string& id(std::size_t i) const noexcept;
+  std::string_view id(std::size_t i) const noexcept;
   // The entry has a raw pattern or `unless` regexes, which compile when the
   // catalog is built: it is decoded then.
   bool eager(std::size_t i) const noexcept;
@@ -93,18 +93,27 @@ class LazySnapshot {
   // Entry `i`, or null with `problem` saying what is damaged.
   std::shared_ptr<const Entry> decode(std::size_t i, std::string& problem) const;
 
- private:
-  LazySnapshot();
-  static std::shared_ptr<LazySnapshot> finish(SnapshotIndex index, std::string name);
+  // What the index says of one entry.
   struct Item {
-    std::string id;
+    std::string_view id;  // into ids_, or bytes_
     std::size_t offset = 0, size = 0;  // of its record, from the first record
     std::uint64_t sum = 0;
     std::size_t specificity = 0;  // the plan's, checked against the pattern when decoded
     bool eager = false;
   };
+  // Bytes read from a file, not zeroed first (an index is megabytes).
+  struct Buffer {
+    std::unique_ptr<char[]> data;
+    std::size_t size = 0;
+    std::string_view view() const { return {data.get(), size}; }
+  };
+
+ private:
+  LazySnapshot();
+  static std::shared_ptr<LazySnapshot> finish(SnapshotIndex index, std::string name);
   std::string_view bytes_;  // the whole snapshot, when read from memory
   int fd_ = -1;             // else the file
+  std::string ids_;         // every id, when read from the file
   std::size_t records_ = 0;
   std::vector<Item> items_;
   MatchPlan plan_;
