@@ -47,7 +47,8 @@ errshim::CatalogPtr build(const std::string& catalog) {
 std::string twenty_kb(const std::string& error) {
   std::string s = "Error: failed to run the model\n\nCaused by:\n    " + error + "\n\nStack backtrace:\n";
   for (int i = 0; s.size() < 20000; ++i)
-    s += "  " + std::to_string(i) + ": candle_transformers::models::llama::Block::forward::h0123456789abcdef\n"
+    s += "  " + std::to_string(i) +
+         ": candle_transformers::models::llama::Block::forward::h0123456789abcdef\n"
          "             at /root/.cargo/registry/src/candle-transformers-0.8.0/src/models/llama.rs:" +
          std::to_string(100 + i) + ":9\n";
   return s;
@@ -97,8 +98,8 @@ void first_diagnosis(benchmark::State& state, const std::string& self, const std
     const auto t1 = std::chrono::steady_clock::now();
     // The child's own CPU time too: on a busy machine the wall time also
     // counts waiting for a core.
-    cpu_ms += (usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) * 1e3 +
-              (usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e3;
+    cpu_ms +=
+        (usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) * 1e3 + (usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e3;
     ++runs;
     if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
       state.SkipWithError("the child process failed");
@@ -168,13 +169,11 @@ int main(int argc, char** argv) {
   static const std::string kTwentyKbGenerated = twenty_kb(kGeneratedMessage);
   for (const std::string catalog : {"embedded", "embedded+candle", "embedded+all"}) {
     const std::string m = "layers/match/" + catalog + "/";
-    benchmark::RegisterBenchmark((m + "short-hit").c_str(), match, catalog,
-                                 std::string(kEmbeddedMessage), true);
+    benchmark::RegisterBenchmark((m + "short-hit").c_str(), match, catalog, std::string(kEmbeddedMessage), true);
     benchmark::RegisterBenchmark((m + "short-miss").c_str(), match, catalog,
                                  std::string("request 42 served in 12 ms, all fine"), false);
     if (with_layer(catalog)) {
-      benchmark::RegisterBenchmark((m + "generated-hit").c_str(), match, catalog,
-                                   std::string(kGeneratedMessage), true);
+      benchmark::RegisterBenchmark((m + "generated-hit").c_str(), match, catalog, std::string(kGeneratedMessage), true);
       benchmark::RegisterBenchmark((m + "20k-generated-hit").c_str(), match, catalog, kTwentyKbGenerated, true);
     }
     benchmark::RegisterBenchmark((m + "20k-hit").c_str(), match, catalog, kTwentyKb, true);

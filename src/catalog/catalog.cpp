@@ -26,12 +26,12 @@ namespace errshim {
 
 struct Catalog::Impl {
   // `ids` maps each entry's id (viewing storage the entries keep) to its position.
-  Impl(detail::EntryTable entries, std::vector<Problem>& problems, const std::vector<const detail::MatchPlan::Item*>& plan,
-       detail::ViewMap ids)
+  Impl(detail::EntryTable entries, std::vector<Problem>& problems,
+       const std::vector<const detail::MatchPlan::Item*>& plan, detail::ViewMap ids)
       : matcher(std::move(entries), problems, plan), by_id(std::move(ids)) {}
   detail::Matcher matcher;
   detail::ViewMap by_id;  // views into the entries' ids
-  std::vector<Problem> warnings;                            // Catalog::warnings()
+  std::vector<Problem> warnings;  // Catalog::warnings()
 };
 
 std::string_view to_string(Safety s) noexcept {
@@ -63,7 +63,8 @@ namespace {
 std::string describe(const std::vector<Problem>& problems) {
   if (problems.empty()) return "catalog error";
   std::string s = problems.front().to_string();
-  if (problems.size() > 1) s += fmt::format(" (and {} more problem{})", problems.size() - 1, problems.size() > 2 ? "s" : "");
+  if (problems.size() > 1)
+    s += fmt::format(" (and {} more problem{})", problems.size() - 1, problems.size() > 2 ? "s" : "");
   return s;
 }
 }  // namespace
@@ -103,7 +104,8 @@ const Entry* Catalog::find(std::string_view id) const noexcept {
   }
 }
 
-MatchResult Catalog::match(std::string_view message, const Context& context, const MatchOptions& options) const noexcept {
+MatchResult Catalog::match(std::string_view message, const Context& context,
+                           const MatchOptions& options) const noexcept {
   return impl_->matcher.match(message, context, options);
 }
 
@@ -305,7 +307,8 @@ class CacheDir {
     if (!why.empty()) {
       warn(warnings, fmt::format("catalog cache folder not used: {}; whoever can write it decides what the catalog "
                                  "holds. The YAML is parsed instead (use a folder of your own that only you can "
-                                 "write, e.g. chmod go-w)", why));
+                                 "write, e.g. chmod go-w)",
+                                 why));
       ::close(fd_);
       fd_ = -1;
     }
@@ -331,9 +334,7 @@ class CacheDir {
     if (::fstatat(fd_, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0)
       return errno == ENOENT ? false : refuse(fmt::format("cannot examine it: {}", std::strerror(errno)));
     if (!S_ISREG(st.st_mode)) return refuse(fmt::format("it is {}, not a regular file", file_kind(st.st_mode)));
-    auto too_big = [&](const struct stat& s) {
-      return static_cast<std::uintmax_t>(s.st_size) > limit;
-    };
+    auto too_big = [&](const struct stat& s) { return static_cast<std::uintmax_t>(s.st_size) > limit; };
     const auto size_problem = [&](const struct stat& s) {
       return fmt::format("it holds {} bytes, more than a snapshot of this layer can ({})", s.st_size, limit);
     };
@@ -404,13 +405,13 @@ struct Layer {
   std::vector<File> files;  // a YAML layer's files; none for a snapshot
   std::vector<std::shared_ptr<const Entry>> entries;
   std::shared_ptr<detail::LazySnapshot> lazy;  // else its entries are decoded on first use from here
-  detail::MatchPlan plan;   // from a snapshot or the cache; for a cached layer, planned here
+  detail::MatchPlan plan;  // from a snapshot or the cache; for a cached layer, planned here
   std::string cache_entry;  // the entry's name in the cache folder; empty: not cached
-  std::uint64_t hash = 0;   // layer_hash(files), when cached
+  std::uint64_t hash = 0;  // layer_hash(files), when cached
   bool from_cache = false;
   bool read_problems = false;  // finding or reading its files
-  bool had_problems = false;   // reading or parsing its files (a layer with problems is never cached)
-  bool from_path = false;      // a user catalog (add_path): gets the risk check a reload applies
+  bool had_problems = false;  // reading or parsing its files (a layer with problems is never cached)
+  bool from_path = false;  // a user catalog (add_path): gets the risk check a reload applies
 };
 
 void parse_layer(Layer& layer, std::vector<Problem>& problems) {
@@ -490,8 +491,7 @@ CatalogPtr CatalogBuilder::build() const {
               "<generated:" + src.name + ">",
               fmt::format("no generated layer '{}' in {}: install errshim's data files (share/errshim/generated), "
                           "or set ERRSHIM_GENERATED_DIR to a folder holding {}.snapshot or {}.yaml",
-                          src.name, searched.empty() ? "any folder (none configured)" : searched, src.name,
-                          src.name)));
+                          src.name, searched.empty() ? "any folder (none configured)" : searched, src.name, src.name)));
           break;
         }
         layer.from_path = detail::generated_dir_from_environment();
@@ -503,8 +503,8 @@ CatalogPtr CatalogBuilder::build() const {
           // A snapshot another errshim version wrote: its YAML, when beside it, stands in.
           if (!snap_problems.empty() && yaml) {
             warnings.push_back(detail::file_problem(
-                found->string(), fmt::format("not used ({}); parsing {} instead", snap_problems.front().message,
-                                             yaml->string())));
+                found->string(),
+                fmt::format("not used ({}); parsing {} instead", snap_problems.front().message, yaml->string())));
             layer = Layer{};
             layer.from_path = detail::generated_dir_from_environment();
             layer.files = layer_files(*yaml, problems);
@@ -551,7 +551,7 @@ CatalogPtr CatalogBuilder::build() const {
   // again: the cache never fails a build its YAML would pass.
   for (;;) {
     std::vector<Problem> all = problems;
-    std::vector<std::size_t> origin;      // entry -> its layer
+    std::vector<std::size_t> origin;  // entry -> its layer
     std::vector<std::size_t> origin_pos;  // entry -> its position in that layer
     // id -> position in the catalog. Keys view the ids the layers hold
     // (hashing, not a copy and an ordered tree per id: at 100,000 entries
@@ -623,8 +623,10 @@ CatalogPtr CatalogBuilder::build() const {
     plan.reserve(origin.size());
     for (std::size_t i = 0; i < origin.size(); ++i) {
       const Layer& layer = layers[origin[i]];
-      if (layer.lazy) entries.add(layer.lazy, origin_pos[i], layer.from_path);
-      else entries.add(layer.entries[origin_pos[i]]);
+      if (layer.lazy)
+        entries.add(layer.lazy, origin_pos[i], layer.from_path);
+      else
+        entries.add(layer.entries[origin_pos[i]]);
       plan.push_back(&layer.plan.items[origin_pos[i]]);
     }
     const std::size_t before_matcher = all.size();

@@ -79,7 +79,7 @@ class EntryTable {
  private:
   struct Slot {
     mutable std::shared_ptr<const Entry> entry;  // set once, under `once` when lazy
-    const LazySnapshot* from = nullptr;          // lazy: decoded from here
+    const LazySnapshot* from = nullptr;  // lazy: decoded from here
     std::size_t pos = 0;
     bool risk_check = false;
     mutable std::string problem;

@@ -77,7 +77,7 @@ LiteralIndex::LiteralIndex(const std::vector<std::string_view>& keys, const std:
   static_assert(kMainLaneKey == 8 + 4 - 1, "the main lane's shortest key");
   std::vector<std::uint8_t> lane_of(keys.size());
   std::vector<std::uint32_t> offset(keys.size());  // of each indexed key's anchor
-  std::size_t per_lane[3] = {0, 0, 0};             // anchors
+  std::size_t per_lane[3] = {0, 0, 0};  // anchors
   for (std::size_t id = 0; id < keys.size(); ++id) {
     const std::string_view key = keys[id];
     key_begin_.push_back(static_cast<std::uint32_t>(key_bytes_.size()));

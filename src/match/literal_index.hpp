@@ -39,7 +39,7 @@ namespace errshim::detail {
 
 class LiteralIndex {
  public:
-  static constexpr std::size_t kMinKey = 4;        // shorter keys cannot be indexed
+  static constexpr std::size_t kMinKey = 4;  // shorter keys cannot be indexed
   static constexpr std::size_t kMainLaneKey = 11;  // keys this long use 8-byte windows, stride 4
 
   // How common the `width`-byte window at `p` is (higher: more common); used
@@ -105,16 +105,16 @@ class LiteralIndex {
   struct Slot {
     std::uint64_t gram = 0;
     std::uint32_t begin = 0;  // postings[begin, end)
-    std::uint32_t end = 0;    // == begin: empty slot
+    std::uint32_t end = 0;  // == begin: empty slot
   };
   // One window width and stride: a filter and the exact table behind it.
   struct Lane {
     std::size_t width = 4;
     std::size_t stride = 1;
-    unsigned filter_shift = 64;         // 64 - log2(filter words)
+    unsigned filter_shift = 64;  // 64 - log2(filter words)
     std::vector<std::uint64_t> filter;  // blocked Bloom filter of the anchors
     unsigned table_shift = 64;
-    std::vector<Slot> table;            // open addressing by anchor
+    std::vector<Slot> table;  // open addressing by anchor
     std::vector<Posting> postings;
 
     std::size_t min_key() const noexcept { return width + stride - 1; }
@@ -162,7 +162,7 @@ class LiteralIndex {
   template <std::size_t Width, class OnHit>
   void scan_lane(const Lane& lane, std::string_view text, OnHit& on_hit) const;
 
-  std::string key_bytes_;                 // all keys, concatenated
+  std::string key_bytes_;  // all keys, concatenated
   std::vector<std::uint32_t> key_begin_;  // key k is key_bytes_[key_begin_[k], key_begin_[k+1])
   std::vector<std::size_t> unindexed_;
   Lane lanes_[3];  // 8-byte windows stride 4; 4-byte stride 4; 4-byte stride 1
@@ -208,7 +208,8 @@ void LiteralIndex::scan_lane(const Lane& lane, std::string_view text, OnHit& on_
         const Posting& p = lane.postings[k];
         if (pos < p.offset) continue;
         const std::size_t start = pos - p.offset;
-        if (start + p.check_at + 8 <= n && (load_gram(data + start + p.check_at, 8) & p.check_mask) != p.check) continue;
+        if (start + p.check_at + 8 <= n && (load_gram(data + start + p.check_at, 8) & p.check_mask) != p.check)
+          continue;
         const std::uint32_t kb = key_begin_[p.key];
         const std::size_t len = key_begin_[p.key + 1] - kb;
         if (start + len > n) continue;

@@ -17,8 +17,8 @@ namespace errshim::detail {
 // it); an anchor only steers speed.
 struct MatchPlan {
   struct Item {
-    EntryKey key;                   // empty text: checked on every segment
-    std::uint32_t anchor = 0;       // LiteralIndex::anchor_offset(key.text)
+    EntryKey key;  // empty text: checked on every segment
+    std::uint32_t anchor = 0;  // LiteralIndex::anchor_offset(key.text)
     std::uint32_t also_anchor = 0;  // LiteralIndex::anchor_offset(key.also)
     std::size_t specificity = 0;  // literal_length(pattern)
   };

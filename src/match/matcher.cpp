@@ -30,7 +30,7 @@ namespace errshim::detail {
 namespace {
 struct budget_traits : boost::regex_traits<char> {};
 thread_local std::ptrdiff_t t_step_limit = 0;  // for the next search on this thread
-thread_local std::ptrdiff_t t_steps = 0;       // states the last search visited
+thread_local std::ptrdiff_t t_steps = 0;  // states the last search visited
 }  // namespace
 }  // namespace errshim::detail
 
@@ -200,7 +200,7 @@ struct Matcher::Slot {
   // pointer each, not room for their regexes.
   struct Compiled {
     Regex re;
-    std::string error;                  // non-empty: `re` did not compile
+    std::string error;  // non-empty: `re` did not compile
     std::vector<std::string> literals;  // a template's literal runs, in order (literals_in_order)
     std::vector<Regex> unless;
   };
@@ -210,10 +210,10 @@ struct Matcher::Slot {
     if (!c) c = std::make_unique<Compiled>();
     return *c;
   }
-  std::size_t specificity = 0;          // literal characters in the pattern (the winner rule)
+  std::size_t specificity = 0;  // literal characters in the pattern (the winner rule)
   std::size_t max_offset = kUnbounded;  // most bytes a match starts before its literal
-  bool single_line = false;             // a match starts on its literal's line
-  bool line_local = false;              // a match lies within one line: search only the literal's lines
+  bool single_line = false;  // a match starts on its literal's line
+  bool line_local = false;  // a match lies within one line: search only the literal's lines
 };
 
 MatchPlan plan_matching(const std::vector<std::shared_ptr<const Entry>>& entries) {
@@ -458,12 +458,10 @@ void Matcher::collect(std::string_view text, std::vector<Candidate>& out) const 
   if (occurrences.capacity() > 4096) occurrences = {}, found = {};  // a huge message keeps no memory
 }
 
-
 // One call: the best hit so far (winner rule) and the problems seen.
 class Matcher::Run {
  public:
-  Run(const Matcher& m, std::string_view message, const Context& context, MatchResult& result,
-      std::size_t max_steps)
+  Run(const Matcher& m, std::string_view message, const Context& context, MatchResult& result, std::size_t max_steps)
       : m_(m), message_(message), context_(context), result_(result), max_steps_(max_steps), left_(max_steps) {}
 
   bool exhausted() const { return exhausted_; }
@@ -623,8 +621,7 @@ class Matcher::Run {
 
   // Smaller wins: priority (high first), specificity (high first).
   std::pair<long long, long long> rank(std::size_t index) const {
-    return {-static_cast<long long>(m_.entry(index).priority),
-            -static_cast<long long>(m_.slots_[index].specificity)};
+    return {-static_cast<long long>(m_.entry(index).priority), -static_cast<long long>(m_.slots_[index].specificity)};
   }
   // The whole rule: priority, specificity, then how well the entry's pins
   // fit where the message says it was raised (read only for such a tie),
@@ -696,8 +693,7 @@ constexpr int kMaxNesting = 4;
 // A capture's regex that takes any run of text: a template placeholder
 // left at its default, or a hand-written `.+`.
 bool free_text_body(std::string_view body) {
-  if (body.rfind("(?:(?!", 0) == 0)
-    return ends_with(body, ")[^\\n])++") || ends_with(body, ")[\\s\\S])++");
+  if (body.rfind("(?:(?!", 0) == 0) return ends_with(body, ")[^\\n])++") || ends_with(body, ")[\\s\\S])++");
   for (std::string_view atom : {std::string_view("."), std::string_view("[^\\n]"), std::string_view("[\\s\\S]")}) {
     if (body.rfind(atom, 0) != 0) continue;
     const std::string_view q = body.substr(atom.size());
@@ -816,8 +812,8 @@ MatchResult framed(std::size_t shortest, std::string_view message, std::size_t b
   try {
     Normalized norm = normalize(message);
     if (norm.truncated)
-      result.problems.push_back(fmt::format("message of {} bytes cut to its first and last {} KiB", message.size(),
-                                            kMaxInputBytes / 2048));
+      result.problems.push_back(
+          fmt::format("message of {} bytes cut to its first and last {} KiB", message.size(), kMaxInputBytes / 2048));
     const std::size_t at = body(norm, result, budget, SIZE_MAX);
     if (!result.diagnosis) return result;
     const std::shared_ptr<const Entry> winner = result.diagnosis->entry;
@@ -852,65 +848,71 @@ MatchResult framed(std::size_t shortest, std::string_view message, std::size_t b
     result.diagnosis.reset();
     try {
       result.problems.push_back(fmt::format("matching failed: {}", err.what()));
-    } catch (...) {
-    }
+    } catch (...) {}
   }
   return result;
 }
 }  // namespace
 
-MatchResult Matcher::match(std::string_view message, const Context& context, const MatchOptions& options) const noexcept {
-  return framed(shortest_key_, message, options.max_steps, [this](std::size_t i) { return specificity(i); }, [&](Normalized& norm, MatchResult& result, std::size_t steps, std::size_t excluded) {
-    Run run(*this, message, context, result, steps);
-    run.excluded = excluded;
-    // Reused by each thread's calls: no allocation per message.
-    thread_local std::vector<Candidate> candidates;
-    for (std::size_t s = 0; s < norm.segments.size() && !run.exhausted(); ++s) {
-      const std::string_view text = norm.segments[s].text;
-      candidates.clear();
-      collect(text, candidates);
-      // Each entry once, with its literal's positions in order.
-      std::sort(candidates.begin(), candidates.end());
-      for (std::size_t c = 0, next = 0; c < candidates.size(); c = next) {
-        while (next < candidates.size() && candidates[next].entry == candidates[c].entry) ++next;
-        run.consider(candidates[c].entry, s, text, &candidates[c], next - c, true);
-      }
-    }
-    if (candidates.capacity() > 4096) candidates = {};  // a huge message keeps no memory
-    run.finish(message, norm);
-    return run.winner();
-  });
+MatchResult Matcher::match(std::string_view message, const Context& context,
+                           const MatchOptions& options) const noexcept {
+  return framed(
+      shortest_key_, message, options.max_steps, [this](std::size_t i) { return specificity(i); },
+      [&](Normalized& norm, MatchResult& result, std::size_t steps, std::size_t excluded) {
+        Run run(*this, message, context, result, steps);
+        run.excluded = excluded;
+        // Reused by each thread's calls: no allocation per message.
+        thread_local std::vector<Candidate> candidates;
+        for (std::size_t s = 0; s < norm.segments.size() && !run.exhausted(); ++s) {
+          const std::string_view text = norm.segments[s].text;
+          candidates.clear();
+          collect(text, candidates);
+          // Each entry once, with its literal's positions in order.
+          std::sort(candidates.begin(), candidates.end());
+          for (std::size_t c = 0, next = 0; c < candidates.size(); c = next) {
+            while (next < candidates.size() && candidates[next].entry == candidates[c].entry) ++next;
+            run.consider(candidates[c].entry, s, text, &candidates[c], next - c, true);
+          }
+        }
+        if (candidates.capacity() > 4096) candidates = {};  // a huge message keeps no memory
+        run.finish(message, norm);
+        return run.winner();
+      });
 }
 
 MatchResult Matcher::match_naive(std::string_view message, const Context& context) const noexcept {
-  return framed(shortest_key_, message, kReferenceSteps, [this](std::size_t i) { return specificity(i); }, [&](Normalized& norm, MatchResult& result, std::size_t steps, std::size_t excluded) {
-    Run run(*this, message, context, result, steps);
-    run.excluded = excluded;
-    for (std::size_t s = 0; s < norm.segments.size(); ++s)
-      for (std::size_t i = 0; i < table_.size(); ++i) run.consider(i, s, norm.segments[s].text, nullptr, 0, false);
-    run.finish(message, norm);
-    return run.winner();
-  });
+  return framed(
+      shortest_key_, message, kReferenceSteps, [this](std::size_t i) { return specificity(i); },
+      [&](Normalized& norm, MatchResult& result, std::size_t steps, std::size_t excluded) {
+        Run run(*this, message, context, result, steps);
+        run.excluded = excluded;
+        for (std::size_t s = 0; s < norm.segments.size(); ++s)
+          for (std::size_t i = 0; i < table_.size(); ++i) run.consider(i, s, norm.segments[s].text, nullptr, 0, false);
+        run.finish(message, norm);
+        return run.winner();
+      });
 }
 
 MatchResult Matcher::match_prefiltered(std::string_view message, const Context& context,
                                        const Prefilter& prefilter) const noexcept {
-  return framed(shortest_key_, message, kReferenceSteps, [this](std::size_t i) { return specificity(i); }, [&](Normalized& norm, MatchResult& result, std::size_t steps, std::size_t excluded) {
-    Run run(*this, message, context, result, steps);
-    run.excluded = excluded;
-    std::vector<std::uint32_t> ids;
-    for (std::size_t s = 0; s < norm.segments.size(); ++s) {
-      const std::string_view text = norm.segments[s].text;
-      ids.clear();
-      prefilter(text, ids);
-      std::sort(ids.begin(), ids.end());
-      ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
-      for (std::uint32_t i : ids)
-        if (i < table_.size()) run.consider(i, s, text, nullptr, 0, true);
-    }
-    run.finish(message, norm);
-    return run.winner();
-  });
+  return framed(
+      shortest_key_, message, kReferenceSteps, [this](std::size_t i) { return specificity(i); },
+      [&](Normalized& norm, MatchResult& result, std::size_t steps, std::size_t excluded) {
+        Run run(*this, message, context, result, steps);
+        run.excluded = excluded;
+        std::vector<std::uint32_t> ids;
+        for (std::size_t s = 0; s < norm.segments.size(); ++s) {
+          const std::string_view text = norm.segments[s].text;
+          ids.clear();
+          prefilter(text, ids);
+          std::sort(ids.begin(), ids.end());
+          ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+          for (std::uint32_t i : ids)
+            if (i < table_.size()) run.consider(i, s, text, nullptr, 0, true);
+        }
+        run.finish(message, norm);
+        return run.winner();
+      });
 }
 
 bool Matcher::claims(std::size_t index, std::string_view message) const noexcept {
@@ -923,8 +925,7 @@ bool Matcher::claims(std::size_t index, std::string_view message) const noexcept
       boost::cmatch m;
       if (run.search(index, seg.text, 0, seg.text.size(), m)) return true;
     }
-  } catch (...) {
-  }
+  } catch (...) {}
   return false;
 }
 
@@ -945,7 +946,8 @@ std::size_t Matcher::candidate_count(std::string_view message) const noexcept {
       collect(seg.text, found);
       std::sort(found.begin(), found.end());
       count += static_cast<std::size_t>(
-          std::unique(found.begin(), found.end(), [](const Candidate& a, const Candidate& b) { return a.entry == b.entry; }) -
+          std::unique(found.begin(), found.end(),
+                      [](const Candidate& a, const Candidate& b) { return a.entry == b.entry; }) -
           found.begin());
     }
     return count;

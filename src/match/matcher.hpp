@@ -76,7 +76,8 @@ class Matcher {
   // The prefilter appends entry indices; each is confirmed by its regex
   // searched from the segment's start.
   using Prefilter = std::function<void(std::string_view segment, std::vector<std::uint32_t>& candidates)>;
-  MatchResult match_prefiltered(std::string_view message, const Context& context, const Prefilter& prefilter) const noexcept;
+  MatchResult match_prefiltered(std::string_view message, const Context& context,
+                                const Prefilter& prefilter) const noexcept;
 
   // Whether entry `index` claims some segment of `message` (ignoring rivals).
   bool claims(std::size_t index, std::string_view message) const noexcept;
@@ -92,11 +93,11 @@ class Matcher {
   struct Stats {
     std::size_t entries = 0;
     std::size_t always_checked = 0;  // no usable literal: every segment runs them
-    std::size_t keys = 0;            // distinct literals in the index
-    std::size_t bounded_start = 0;   // entries whose search starts a bounded distance before the hit
-    std::size_t line_start = 0;      // entries whose search starts at the hit's line
-    std::size_t line_local = 0;      // entries searched only on the lines holding their literal
-    std::size_t compiled = 0;        // regexes compiled so far
+    std::size_t keys = 0;  // distinct literals in the index
+    std::size_t bounded_start = 0;  // entries whose search starts a bounded distance before the hit
+    std::size_t line_start = 0;  // entries whose search starts at the hit's line
+    std::size_t line_local = 0;  // entries searched only on the lines holding their literal
+    std::size_t compiled = 0;  // regexes compiled so far
     std::size_t index_bytes = 0;
   };
   Stats stats() const noexcept;
@@ -111,7 +112,7 @@ class Matcher {
  private:
   static constexpr std::size_t kReferenceSteps = 400'000'000;
   struct Slot;  // per entry: the lazily compiled regex, `unless`, where to start
-  class Run;    // one match() call: the best hit so far and its problems
+  class Run;  // one match() call: the best hit so far and its problems
   struct Candidate;
 
   static constexpr std::uint32_t kNoKey = 0xFFFFFFFFu;  // an entry without a (second) literal in the index
@@ -119,7 +120,7 @@ class Matcher {
   // members' second literals in the index too (collect()).
   static constexpr std::uint32_t kCrowdedGroup = 4;
   struct Member {  // of a key's group
-    std::uint32_t also;   // key id of the entry's second literal, or kNoKey
+    std::uint32_t also;  // key id of the entry's second literal, or kNoKey
     std::uint32_t entry;
     bool operator<(const Member& o) const { return also != o.also ? also < o.also : entry < o.entry; }
   };
@@ -146,10 +147,10 @@ class Matcher {
   std::unique_ptr<Slot[]> slots_;
   LiteralIndex index_;
   std::vector<std::uint32_t> key_entry_begin_;  // entries of key k: key_entries_[begin[k], begin[k+1])
-  std::vector<Member> key_entries_;             // by second literal within a group
+  std::vector<Member> key_entries_;  // by second literal within a group
   std::vector<std::uint32_t> always_;  // entries with no usable literal, ascending
   std::vector<std::uint32_t> entry_key_;  // entry -> key id (uint32 max: none)
-  std::string also_bytes_;                // EntryKey::also of entry i: also_bytes_[also_begin_[i], also_begin_[i+1])
+  std::string also_bytes_;  // EntryKey::also of entry i: also_bytes_[also_begin_[i], also_begin_[i+1])
   std::vector<std::uint32_t> also_begin_;
   std::size_t shortest_key_ = 0;  // a text shorter than this matches no entry (0: no such bound)
   mutable std::atomic<std::size_t> compiled_{0};

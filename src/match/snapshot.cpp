@@ -327,7 +327,8 @@ class Reader {
 
  private:
   void need(std::size_t n, const char* what) const {
-    if (n > in_.size() - pos_) fail(pos_, fmt::format("cut short: {} needs {} bytes, {} are left", what, n, in_.size() - pos_));
+    if (n > in_.size() - pos_)
+      fail(pos_, fmt::format("cut short: {} needs {} bytes, {} are left", what, n, in_.size() - pos_));
   }
 
   std::string_view in_;
@@ -402,7 +403,8 @@ void Reader::entry(Entry& e) {
       PreflightTest t;
       t.key = str();
       const std::uint8_t op = u8();
-      if (op > static_cast<std::uint8_t>(PreflightTest::Op::not_multiple_of)) fail(pos_ - 1, "an unknown preflight test");
+      if (op > static_cast<std::uint8_t>(PreflightTest::Op::not_multiple_of))
+        fail(pos_ - 1, "an unknown preflight test");
       t.op = static_cast<PreflightTest::Op>(op);
       list(t.values, [this] { return value(); });
       return t;
@@ -497,11 +499,10 @@ std::string write_snapshot(const std::vector<std::shared_ptr<const Entry>>& entr
   return w.take();
 }
 
-
 struct SnapshotIndex {
   std::uint64_t source = 0;
   std::vector<LazySnapshot::Item> items;  // what the index says of each entry (ids view its bytes)
-  MatchPlan plan;                         // and its plan item
+  MatchPlan plan;  // and its plan item
   std::size_t records = 0;  // where the records start, from the file's first byte
 };
 
@@ -538,24 +539,27 @@ SnapshotIndex read_index(std::string_view bytes, std::size_t records, std::size_
   SnapshotIndex out;
   out.records = records;
   out.source = static_cast<std::uint64_t>(in.i64());
-  in.list(out.items, [&in, &out] {
-    LazySnapshot::Item item;
-    item.id = in.view();
-    const std::uint8_t flags = in.u8();
-    if (flags > kEagerFlag) in.fail(in.offset() - 1, "unknown entry flags");
-    item.eager = flags == kEagerFlag;
-    // Sized as the items are (list() bounds that by the bytes left).
-    if (out.plan.items.capacity() < out.items.capacity()) out.plan.items.reserve(out.items.capacity());
-    out.plan.items.push_back(in.plan_item());
-    item.specificity = out.plan.items.back().specificity;
-    const std::size_t at = in.offset();
-    const std::int64_t offset = in.i64(), length = in.i64();
-    if (offset < 0 || length < 0) in.fail(at, "a negative record offset or size");
-    item.offset = static_cast<std::size_t>(offset);
-    item.size = static_cast<std::size_t>(length);
-    item.sum = static_cast<std::uint64_t>(in.i64());
-    return item;
-  }, 64);
+  in.list(
+      out.items,
+      [&in, &out] {
+        LazySnapshot::Item item;
+        item.id = in.view();
+        const std::uint8_t flags = in.u8();
+        if (flags > kEagerFlag) in.fail(in.offset() - 1, "unknown entry flags");
+        item.eager = flags == kEagerFlag;
+        // Sized as the items are (list() bounds that by the bytes left).
+        if (out.plan.items.capacity() < out.items.capacity()) out.plan.items.reserve(out.items.capacity());
+        out.plan.items.push_back(in.plan_item());
+        item.specificity = out.plan.items.back().specificity;
+        const std::size_t at = in.offset();
+        const std::int64_t offset = in.i64(), length = in.i64();
+        if (offset < 0 || length < 0) in.fail(at, "a negative record offset or size");
+        item.offset = static_cast<std::size_t>(offset);
+        item.size = static_cast<std::size_t>(length);
+        item.sum = static_cast<std::uint64_t>(in.i64());
+        return item;
+      },
+      64);
   const std::size_t end = in.offset();
   const auto sum = static_cast<std::uint64_t>(in.i64());
   if (check && sum != checksum(bytes.substr(0, kMagic.size() + end)))
@@ -582,7 +586,8 @@ std::shared_ptr<const Entry> read_record(std::string_view record, std::size_t at
     // characters of the pattern, so a larger one was never written by us.
     if (specificity > e->pattern.size())
       in.fail(0, fmt::format("the match plan gives entry '{}' a specificity of {}, more than its pattern's {} "
-                             "characters", e->id, specificity, e->pattern.size()));
+                             "characters",
+                             e->id, specificity, e->pattern.size()));
   } catch (Damaged& d) {
     d.at += at - kMagic.size();
     throw;
@@ -722,9 +727,9 @@ std::shared_ptr<const Entry> LazySnapshot::decode(std::size_t i, std::string& pr
       record = bytes_.substr(at, item.size);
     }
     if (checksum(record) != item.sum)
-      throw Damaged{at - kMagic.size(),
-                    fmt::format("entry '{}': its record's checksum does not match (damaged): rebuild the snapshot",
-                                item.id)};
+      throw Damaged{
+          at - kMagic.size(),
+          fmt::format("entry '{}': its record's checksum does not match (damaged): rebuild the snapshot", item.id)};
     return read_record(record, at, item.id, item.specificity);
   } catch (const Damaged& d) {
     problem = fmt::format("{}: {}", name_, damaged_text(d));

@@ -38,7 +38,7 @@ std::string write_snapshot(const std::vector<std::shared_ptr<const Entry>>& entr
 
 struct Snapshot {
   std::vector<std::shared_ptr<const Entry>> entries;
-  MatchPlan plan;            // one item per entry
+  MatchPlan plan;  // one item per entry
   std::uint64_t source = 0;  // as given to write_snapshot
 };
 
@@ -112,8 +112,8 @@ class LazySnapshot {
   LazySnapshot();
   static std::shared_ptr<LazySnapshot> finish(SnapshotIndex index, std::string name);
   std::string_view bytes_;  // the whole snapshot, when read from memory
-  int fd_ = -1;             // else the file
-  std::string ids_;         // every id, when read from the file
+  int fd_ = -1;  // else the file
+  std::string ids_;  // every id, when read from the file
   std::size_t records_ = 0;
   std::vector<Item> items_;
   MatchPlan plan_;
