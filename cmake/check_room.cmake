@@ -21,9 +21,11 @@ foreach(_file IN LISTS FILES)
       list(GET _pair 0 _prefix)
       list(GET _pair 1 _name)
       if(_first STREQUAL _prefix AND NOT _name IN_LIST ALLOWED)
-        # The line number: newlines before the first occurrence of the line.
+        # The line number: newlines before the first line that is this one
+        # (a leading newline, so a comment quoting it is not taken).
         file(READ ${_file} _text)
-        string(FIND "${_text}" "${_line}" _at)
+        set(_text "\n${_text}")
+        string(FIND "${_text}" "\n${_line}" _at)
         string(SUBSTRING "${_text}" 0 ${_at} _before)
         string(REGEX MATCHALL "\n" _newlines "${_before}")
         list(LENGTH _newlines _n)
