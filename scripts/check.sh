@@ -55,8 +55,8 @@ if step 2; then
     -DCMAKE_DISABLE_FIND_PACKAGE_Python3=ON -DCMAKE_DISABLE_FIND_PACKAGE_Rustc=ON \
     -DCMAKE_DISABLE_FIND_PACKAGE_prometheus-cpp=ON -DCMAKE_DISABLE_FIND_PACKAGE_httplib=ON
   cmake --build build-check-minimal -j"$jobs"
-  # The package tests install and rebuild the library, and the `slow` ones
-  # lint every generated layer: step 1 ran them.
+  # The package tests install and rebuild the library, and the `slow` one
+  # provokes torch's errors through Python: step 1 ran them.
   ctest --test-dir build-check-minimal --output-on-failure -j"$jobs" -LE 'package|slow'
 fi
 

@@ -53,6 +53,6 @@ if [ $# -gt 0 ]; then
 else
   # The unit tests read their data relative to the tests directory, as ctest runs them.
   (cd "$build/tests" && "${prefix[@]}" ./errshim_tests --gtest_brief=1)
-  # `slow`: the whole generated catalog's lint and the torch claims run, checked by CI's first build.
+  # `slow`: torch's errors provoked through Python, checked by CI's first build.
   "${prefix[@]}" ctest --test-dir "$build" --output-on-failure -j2 -LE 'unit|package|python|rust|slow'
 fi

@@ -140,6 +140,28 @@ TEST_P(MatcherEquivalenceGenerated, PrefilteredAnswerIsTheNaiveOne) {
   EXPECT_LT(matched, msgs.texts.size());
 }
 
+// Lint's overlap check asks claimants() for each example: it must name
+// exactly the entries that claims() accepts, rivals and `unless` included.
+TEST_P(MatcherEquivalenceGenerated, ClaimantsAreTheEntriesThatClaim) {
+  const std::uint64_t seed = GetParam().seed;
+  const synth::SynthCatalog cat = synth::generate_catalog(2000, seed, GetParam().adversarial);
+  std::vector<Problem> problems;
+  const Matcher m(synth::to_entries(cat), problems);
+  ASSERT_TRUE(problems.empty()) << problems.front().to_string();
+  const Messages msgs = messages_for(cat, seed + 100, 40);
+  std::size_t shared = 0;  // messages more than one entry claims
+  for (const std::string& text : msgs.texts) {
+    std::vector<std::size_t> want;
+    for (std::size_t k = 0; k < m.table().size(); ++k)
+      if (m.claims(k, text)) want.push_back(k);
+    EXPECT_EQ(m.claimants(text), want) << text;
+    shared += want.size() > 1;
+  }
+  if (GetParam().adversarial) {
+    EXPECT_GT(shared, 0u);
+  }
+}
+
 const GeneratedCase kGeneratedCases[] = {
     {"AdversarialSeed1", true, 1},
     {"AdversarialSeed2", true, 2},

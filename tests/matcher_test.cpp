@@ -110,6 +110,10 @@ TEST(Matcher, ClaimsIgnoresRivalsButHonoursUnless) {
   EXPECT_TRUE(cat->claims("lib.specific", "window is not supported"));
   EXPECT_FALSE(cat->claims("lib.specific", "sliding window is not supported"));
   EXPECT_FALSE(cat->claims("lib.unknown", "window is not supported"));
+  using Ids = std::vector<std::string_view>;
+  EXPECT_EQ(cat->claimants("window is not supported"), (Ids{"lib.generic", "lib.specific"}));
+  EXPECT_EQ(cat->claimants("sliding window is not supported"), (Ids{"lib.generic"}));
+  EXPECT_EQ(cat->claimants("nothing here"), Ids{});
 }
 
 // A catalog of raw patterns (source text as YAML single-quoted scalars).

@@ -251,6 +251,11 @@ class Catalog {
   // segment of `message`, regardless of which entry would win. For lint.
   bool claims(std::string_view id, std::string_view message) const noexcept;
 
+  // The ids of every entry that claims() some segment of `message`, in
+  // entry order, found through the literal index rather than by asking each
+  // entry. The views live as long as this catalog. For lint's overlap check.
+  [[nodiscard]] std::vector<std::string_view> claimants(std::string_view message) const;
+
   // Compiles every entry's regex now. Matching compiles a template's regex
   // on its first use, so a large catalog loads fast; lint calls this so every
   // regex is checked. Returns a problem for each one that does not compile

@@ -118,6 +118,12 @@ bool Catalog::claims(std::string_view id, std::string_view message) const noexce
   return it && impl_->matcher.claims(it->value, message);
 }
 
+std::vector<std::string_view> Catalog::claimants(std::string_view message) const {
+  std::vector<std::string_view> ids;
+  for (std::size_t i : impl_->matcher.claimants(message)) ids.push_back(impl_->matcher.table().id(i));
+  return ids;
+}
+
 std::vector<Problem> Catalog::compile_all() const { return impl_->matcher.compile_all(); }
 
 std::string Catalog::snapshot() const { return detail::write_snapshot(entries(), detail::plan_matching(entries())); }

@@ -221,13 +221,14 @@ std::vector<Problem> lint(const Catalog& catalog) {
   std::vector<Problem> problems = catalog.compile_all();
   const auto& entries = catalog.entries();
 
-  // Which entries claim which other entries' examples. Candidates come from
-  // the matcher itself, so this stays linear in examples times claimants.
+  // Which entries claim which other entries' examples. The claimants come
+  // from the literal index, so this stays linear in examples times
+  // claimants (asking every entry of every example was quadratic).
   std::map<std::string, Claims> claims;  // entry id -> claims on its examples
   for (const auto& ep : entries) {
     for (const MatchExample& ex : ep->match_examples)
-      for (const auto& rival : entries)
-        if (rival != ep && catalog.claims(rival->id, ex.text)) claims[ep->id][rival->id].insert(ex.text);
+      for (std::string_view rival : catalog.claimants(ex.text))
+        if (rival != ep->id) claims[ep->id][std::string(rival)].insert(ex.text);
   }
 
   for (const auto& ep : entries) {

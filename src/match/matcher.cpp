@@ -929,6 +929,32 @@ bool Matcher::claims(std::size_t index, std::string_view message) const noexcept
   return false;
 }
 
+std::vector<std::size_t> Matcher::claimants(std::string_view message) const noexcept {
+  std::vector<std::size_t> out;
+  try {
+    const Normalized norm = normalize(message);
+    const Context none;
+    std::vector<Candidate> found;
+    for (const Segment& seg : norm.segments) {
+      found.clear();
+      collect(seg.text, found);
+      std::sort(found.begin(), found.end());
+      for (std::size_t i = 0; i < found.size(); ++i) {
+        const std::size_t index = found[i].entry;
+        if (i > 0 && found[i - 1].entry == index) continue;
+        if (std::binary_search(out.begin(), out.end(), index)) continue;
+        // A run per entry: each gets the whole step budget, as in claims().
+        MatchResult ignored;
+        Run run(*this, message, none, ignored, MatchOptions{}.max_steps);
+        boost::cmatch m;
+        if (run.search(index, seg.text, 0, seg.text.size(), m))
+          out.insert(std::upper_bound(out.begin(), out.end(), index), index);
+      }
+    }
+  } catch (...) {}
+  return out;
+}
+
 std::vector<Problem> Matcher::compile_all() const {
   std::vector<Problem> problems;
   for (std::size_t i = 0; i < table_.size(); ++i)
