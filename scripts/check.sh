@@ -26,6 +26,11 @@ only=",${CHECK_ONLY:-1,2,3,4,5},"
 
 step() { [[ $only == *",$1,"* ]]; }
 banner() { printf '\n==== check %s\n' "$*"; }
+# Builds 1 and 2 have the same compiler and flags, in sibling folders: with
+# paths taken relative to the checkout and the build folder left out of the
+# hash, ccache gives the second the objects the first compiled (debug info
+# then names the first one's folder, which no test reads).
+export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$PWD} CCACHE_NOHASHDIR=${CCACHE_NOHASHDIR:-1}
 configure() {  # configure DIR ARGS...: with ccache when the machine has it
   local dir=$1; shift
   local launcher=()
@@ -34,7 +39,7 @@ configure() {  # configure DIR ARGS...: with ccache when the machine has it
 }
 
 # --with-python: the wheel, venv, torch and Prometheus tests of the Python
-# package; --with-ci: ccache, so builds 1-3 share the objects they have in common.
+# package; --with-ci: ccache (above).
 scripts/setup.sh --with-torch --with-python --with-fuzz --with-server --with-ci
 
 if step 1; then

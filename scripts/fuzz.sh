@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets with clang (ASan+UBSan) in build-fuzz and runs
-# each for SECONDS (default 60), one after the other.
+# each for SECONDS (default 60), one after the other (smoke runs two at a time).
 #
 #   scripts/fuzz.sh [SECONDS] [TARGET...]     targets: catalog template match import config_fix snapshot
 #   scripts/fuzz.sh smoke [TARGET...]         what CI runs: about a minute per target,
@@ -43,11 +43,12 @@ build_targets=()
 for t in "${targets[@]}"; do build_targets+=("fuzz_$t"); done
 cmake --build "$build" -j"${FUZZ_JOBS:-2}" --target "${build_targets[@]}"
 
-status=0
 mkdir -p "$build/logs"
-for t in "${targets[@]}"; do
+# One target; its report goes to stdout, its exit status says whether it found anything.
+run_target() {
+  local t=$1 work findings log ok cpu execs start_cpu me=$BASHPID  # (a subshell when run in the background)
+  local limit=(-max_total_time="$seconds")
   work="$build/corpus/$t"
-  limit=(-max_total_time="$seconds")
   if [ $smoke = 1 ]; then
     work="$build/smoke-corpus/$t"
     rm -rf "$work"
@@ -60,7 +61,7 @@ for t in "${targets[@]}"; do
   echo "fuzz.sh: $t for ${limit[*]} (log: $log)"
   # -max_total_time is wall time; the CPU time the fuzzer got is reported
   # too, since the machine may be shared.
-  start_cpu=$(awk '{print $14 + $15 + $16 + $17}' /proc/$$/stat)
+  start_cpu=$(awk '{print $14 + $15 + $16 + $17}' "/proc/$me/stat")
   # shellcheck disable=SC2086  # FUZZ_ARGS is a list of flags
   if "$build/fuzz/fuzz_$t" "${limit[@]}" -timeout=2 -rss_limit_mb=2048 -max_len="${max_len[$t]}" \
        -print_final_stats=1 -artifact_prefix="$findings/" ${FUZZ_ARGS:-} "$work" "$root/fuzz/corpus/$t" >"$log" 2>&1; then
@@ -68,13 +69,34 @@ for t in "${targets[@]}"; do
   else
     ok=0
   fi
-  cpu=$(awk -v s="$start_cpu" -v hz="$(getconf CLK_TCK)" '{printf "%.0f", ($14 + $15 + $16 + $17 - s) / hz}' /proc/$$/stat)
+  cpu=$(awk -v s="$start_cpu" -v hz="$(getconf CLK_TCK)" '{printf "%.0f", ($14 + $15 + $16 + $17 - s) / hz}' "/proc/$me/stat")
   execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
   echo "  $t: ${cpu}s CPU, ${execs:-?} inputs run"
   if [ $ok = 0 ]; then
-    status=1
     echo "fuzz.sh: $t found a problem; the input is in $findings/:" >&2
     grep -E 'ERROR|errshim fuzz|SUMMARY|Test unit written' "$log" | head -5 >&2 || true
+    return 1
   fi
-done
+}
+
+status=0
+if [ $smoke = 1 ]; then
+  # A smoke run is a fixed run count from a fixed seed, so targets can share
+  # the cores without changing what each one runs: FUZZ_PARALLEL at a time
+  # (default 2), their reports shown in target order.
+  parallel=${FUZZ_PARALLEL:-2}
+  for i in "${!targets[@]}"; do
+    while [ "$(jobs -rp | wc -l)" -ge "$parallel" ]; do wait -n || true; done
+    report="$build/logs/report-$i"
+    rm -f "$report.ok"
+    { run_target "${targets[$i]}" >"$report.txt" 2>&1 && touch "$report.ok"; } &
+  done
+  wait
+  for i in "${!targets[@]}"; do
+    cat "$build/logs/report-$i.txt"
+    [ -e "$build/logs/report-$i.ok" ] || status=1
+  done
+else
+  for t in "${targets[@]}"; do run_target "$t" || status=1; done
+fi
 exit $status
