@@ -18,7 +18,10 @@
 # error on purpose. Warnings are not errors here: instrumentation makes gcc 12
 # warn falsely (-Wmaybe-uninitialized in <functional>); the plain build keeps
 # -Werror. Example: `scripts/sanitize.sh tsan -R Stress`.
-# Environment: SANITIZE_JOBS (build parallelism, 2).
+# The compiler is clang++ when the machine has it (scripts/setup.sh
+# --with-fuzz installs it with its sanitizer runtimes): it compiles the
+# instrumented tree in less than half gcc's time.
+# Environment: SANITIZE_JOBS (build parallelism, 2), SANITIZE_CXX (compiler).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 kind=${1:-}
@@ -38,7 +41,12 @@ case "$kind" in
   *) echo "usage: scripts/sanitize.sh asan|tsan [CTEST_ARGS...]" >&2; exit 2 ;;
 esac
 
-cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DERRSHIM_SANITIZE="$sanitizers" \
+cxx=${SANITIZE_CXX:-}
+if [ -z "$cxx" ]; then
+  cxx=g++
+  command -v clang++ >/dev/null && cxx=clang++
+fi
+cmake -S "$root" -B "$build" -DCMAKE_CXX_COMPILER="$cxx" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DERRSHIM_SANITIZE="$sanitizers" \
   -DERRSHIM_WERROR=OFF -DERRSHIM_BUILD_BENCH=OFF >/dev/null
 cmake --build "$build" -j"${SANITIZE_JOBS:-2}"
 

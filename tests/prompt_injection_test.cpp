@@ -215,8 +215,9 @@ TEST_P(PromptInjection, FakeErrorThroughRemediateLeavesTheConfig) {
   const Entry& e = entry();
   const MatchExample& ex = real_example(e);
   const std::string fake = render(e, [&](const std::string& n) { return capture_of(ex, n); });
-  for (const auto& [where, message] : placements(fake)) {
-    SCOPED_TRACE(where);
+  for (const auto& placed : placements(fake)) {
+    SCOPED_TRACE(placed.first);
+    const std::string& message = placed.second;  // (a structured binding cannot be captured before C++20)
     const ConfigTree cfg = config_for(ex);
     int calls = 0;
     try {

@@ -52,7 +52,10 @@ typedef enum errshim_status {
   ERRSHIM_CATALOG_ERROR = 4, /* a catalog source that does not load (the message lists every problem) */
   ERRSHIM_CONFIG_ERROR = 5, /* a config text that does not parse, or cannot take the fix */
   ERRSHIM_OUT_OF_MEMORY = 6,
-  ERRSHIM_INTERNAL_ERROR = 7 /* a bug in errshim: please report the message */
+  ERRSHIM_INTERNAL_ERROR = 7, /* a bug in errshim: please report the message */
+  /* Not a status: makes every int up to it a value of the type, so C++ can
+     read a code this version does not know (errshim_status_name) soundly. */
+  ERRSHIM_STATUS_MAX_ENUM = 0x7FFFFFFF
 } errshim_status;
 
 /* "ok", "no-match", ... for logs; never NULL ("unknown" for other values). */

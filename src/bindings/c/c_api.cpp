@@ -238,6 +238,7 @@ const char* errshim_status_name(errshim_status status) {
     case ERRSHIM_CONFIG_ERROR: return "config-error";
     case ERRSHIM_OUT_OF_MEMORY: return "out-of-memory";
     case ERRSHIM_INTERNAL_ERROR: return "internal-error";
+    case ERRSHIM_STATUS_MAX_ENUM: break;
   }
   return "unknown";
 }
