@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The whole test suite, as CI runs it (.ci/run calls this, and README shows
-# it). Every build has warnings as errors and its own folder, so build/
+# it). Builds 1-3 have warnings as errors; every build has its own folder, so build/
 # (README command 1, or yours) is never reconfigured or rebuilt here.
 #
 #   1. build-check/          what a fresh machine gets from the set-up line
