@@ -930,28 +930,20 @@ bool Matcher::claims(std::size_t index, std::string_view message) const noexcept
 }
 
 std::vector<std::size_t> Matcher::claimants(std::string_view message) const noexcept {
+  // The index's candidates of any segment, each asked claims() itself: an
+  // entry the index does not hand a segment cannot match it.
   std::vector<std::size_t> out;
   try {
     const Normalized norm = normalize(message);
-    const Context none;
     std::vector<Candidate> found;
-    for (const Segment& seg : norm.segments) {
-      found.clear();
-      collect(seg.text, found);
-      std::sort(found.begin(), found.end());
-      for (std::size_t i = 0; i < found.size(); ++i) {
-        const std::size_t index = found[i].entry;
-        if (i > 0 && found[i - 1].entry == index) continue;
-        if (std::binary_search(out.begin(), out.end(), index)) continue;
-        // A run per entry: each gets the whole step budget, as in claims().
-        MatchResult ignored;
-        Run run(*this, message, none, ignored, MatchOptions{}.max_steps);
-        boost::cmatch m;
-        if (run.search(index, seg.text, 0, seg.text.size(), m))
-          out.insert(std::upper_bound(out.begin(), out.end(), index), index);
-      }
-    }
-  } catch (...) {}
+    for (const Segment& seg : norm.segments) collect(seg.text, found);
+    for (const Candidate& c : found) out.push_back(c.entry);
+    std::sort(out.begin(), out.end());
+    out.erase(std::unique(out.begin(), out.end()), out.end());
+    out.erase(std::remove_if(out.begin(), out.end(), [&](std::size_t i) { return !claims(i, message); }), out.end());
+  } catch (...) {
+    out.clear();
+  }
   return out;
 }
 

@@ -82,9 +82,9 @@ class Matcher {
   // Whether entry `index` claims some segment of `message` (ignoring rivals).
   bool claims(std::size_t index, std::string_view message) const noexcept;
 
-  // Every entry that claims some segment of `message`, ascending: the same
-  // answer as claims() asked of each entry, from the index's candidates
-  // only (an entry the index does not hand a segment cannot match it).
+  // Every entry that claims some segment of `message`, ascending: claims()
+  // asked of the index's candidates only, so the same answer as asking
+  // every entry. Empty when out of memory.
   std::vector<std::size_t> claimants(std::string_view message) const noexcept;
 
   // Compiles every regex not compiled yet; a problem for each that fails
