@@ -15,8 +15,8 @@
 // block is handed to the visitor as soon as it ends, so output can stream.
 // Lines are classified only where a literal search over the bytes finds a
 // marker that can open a block (see src/report/scan_candidates.hpp); the result is
-// the same as classifying every line. scan_file() maps the file and can
-// split it across threads.
+// the same as classifying every line. scan_file() maps the file, or with
+// threads reads its parts into buffers, and can split it across threads.
 #pragma once
 
 #include <cstddef>
@@ -122,8 +122,9 @@ ScanStats scan(std::istream& in, std::string_view file, const Catalog& catalog, 
                const ScanOptions& options = {});
 
 // The same for a file given by path, read through a memory mapping when it
-// is a regular file (other files, FIFOs among them, are read as a stream),
-// and scanned with options.threads threads. Blocks name the file `path`.
+// is a regular file (with threads, parts of it read into buffers; other
+// files, FIFOs among them, are read as a stream), and scanned with
+// options.threads threads. Blocks name the file `path`.
 // Throws std::system_error when the file cannot be opened or read.
 ScanStats scan_file(const std::string& path, const Catalog& catalog, const BlockVisitor& visit,
                     const ScanOptions& options = {});

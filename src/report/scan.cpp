@@ -841,6 +841,15 @@ ScanStats scan(std::istream& in, std::string_view file, const Catalog& catalog, 
 namespace {
 
 #if ERRSHIM_SCAN_MMAP
+[[noreturn]] void cannot_read(const std::string& path, int err);
+
+struct Closer {
+  int fd;
+  Closer(const Closer&) = delete;
+  Closer& operator=(const Closer&) = delete;
+  ~Closer() { ::close(fd); }
+};
+
 // A read-only mapping of a whole file. Pages done with are given back
 // (MADV_DONTNEED; touching them again reads them from the page cache), so
 // resident memory stays near the parts being scanned, not the file size.
@@ -940,6 +949,11 @@ struct Part {
   const char* begin = nullptr;
   const char* end = nullptr;
   bool final = false;
+  unsigned owner = 0;  // the worker that scanned it
+  // The bytes begin..end point into: read into `buffer`, or the mapping
+  // when a line too long for the buffer crosses a split.
+  std::unique_ptr<char[]> buffer;
+  bool mapped = false;
   std::unique_ptr<Driver> driver;
   struct Found {
     ScanBlock block;
@@ -951,10 +965,15 @@ struct Part {
   std::exception_ptr error;
 };
 
-// The blocks handed out for one part, with their final line numbers, to be
-// rendered by a worker and written in order.
+// The blocks handed out for one part, to be rendered by a worker and
+// written in order: those the scan coming from the part before found in its
+// head (final line numbers), then the part's own from line `from` on (line
+// numbers from the part's start, `line_offset` to add).
 struct Unit {
+  unsigned owner = 0;  // the worker that renders it
   std::vector<ScanBlock> blocks;
+  std::vector<Part::Found> found;
+  std::uint64_t from = 0, line_offset = 0;
   std::string bytes;
   bool rendered = false;
   std::exception_ptr error;
@@ -982,7 +1001,7 @@ std::uint64_t first_quiet(const std::vector<std::pair<std::uint64_t, std::uint64
 // are the same as a continued scan's, and its scanner goes on. With an
 // output, the blocks handed out for a part are rendered by a worker (a
 // unit), and this thread writes the units in order.
-ScanStats scan_mapped_parallel(Mapping& map, std::size_t size, unsigned threads, std::size_t part_bytes,
+ScanStats scan_mapped_parallel(Mapping& map, int fd, std::size_t size, unsigned threads, std::size_t part_bytes,
                                const std::string& path, const Catalog& catalog, const Target& target,
                                const ScanOptions& options) {
   ScanStats stats;
@@ -1009,16 +1028,74 @@ ScanStats scan_mapped_parallel(Mapping& map, std::size_t size, unsigned threads,
   std::size_t next = 0, handed = 0;
   bool stop = false;
   std::deque<Unit> units;  // handed out, not yet written; a deque keeps the others in place
-  std::deque<Unit*> to_render;  // the workers' turn, before scanning further
+  // Each worker's turn, before scanning further. A unit is rendered by the
+  // worker that scanned its part, which allocated most of its blocks: blocks
+  // freed by another thread contend for the allocator's locks.
+  std::vector<std::deque<Unit*>> to_render(threads);
   std::vector<std::string> spare;  // written units' buffers, reused: no regrowing, no fresh pages
+  // Parts are read with pread() into buffers of part_bytes + slack, reused
+  // (at most `window` + 1 in use): reading a mapping from several threads
+  // costs page faults on one shared mapping and, to keep resident memory
+  // bounded, giving pages back, each time with a TLB flush on every core.
+  // Room for the line that crosses the part's end; a longer one is read
+  // through the mapping. (Tests' small parts get small room.)
+  const std::size_t slack = std::clamp<std::size_t>(part_bytes, 256, 64u << 10);
+  std::vector<std::unique_ptr<char[]>> free_buffers;
+  const auto take_buffer = [&] {
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      if (!free_buffers.empty()) {
+        std::unique_ptr<char[]> b = std::move(free_buffers.back());
+        free_buffers.pop_back();
+        return b;
+      }
+    }
+    return std::unique_ptr<char[]>(new char[part_bytes + slack]);
+  };
+  // Reads part i into `part`: [first line start at or after i * part_bytes,
+  // first line start at or after (i + 1) * part_bytes). False when one of
+  // the two is not within the bytes read (a line longer than `slack`).
+  const auto read_part = [&](Part& part, std::size_t i) {
+    const std::size_t at = i * part_bytes;
+    const std::size_t want = std::min(size - at, part_bytes + slack);
+    if (!part.buffer) part.buffer = take_buffer();
+    char* const buf = part.buffer.get();
+    std::size_t got = 0;
+    while (got < want) {
+      const ssize_t r = ::pread(fd, buf + got, want - got, static_cast<off_t>(at + got));
+      if (r < 0 && errno == EINTR) continue;
+      if (r < 0) cannot_read(path, errno);
+      if (r == 0) break;  // the file got shorter: its end is here
+      got += static_cast<std::size_t>(r);
+    }
+    const auto line_start = [&](std::size_t from) -> const char* {  // from: offset into buf
+      if (from >= got) return at + got >= size || got < want ? buf + got : nullptr;
+      const void* nl = std::memchr(buf + from, '\n', got - from);
+      if (nl != nullptr) return static_cast<const char*>(nl) + 1;
+      return at + got >= size || got < want ? buf + got : nullptr;
+    };
+    const char* b = i == 0 ? buf : line_start(0);
+    const char* e = line_start(std::min(got, part_bytes));
+    if (b == nullptr || e == nullptr) return false;
+    part.begin = b;
+    part.end = std::max(b, e);
+    part.final = part.end == buf + got && (at + got >= size || got < want);
+    return true;
+  };
 
   const auto render = [&](Unit& u) {
     try {
       for (const ScanBlock& b : u.blocks) target.output->render(b, u.bytes);
+      for (Part::Found& f : u.found) {
+        if (f.opened_at < u.from) continue;
+        f.block.line += u.line_offset;
+        target.output->render(f.block, u.bytes);
+      }
     } catch (...) {
       u.error = std::current_exception();
     }
     std::vector<ScanBlock>().swap(u.blocks);  // (`= {}` would keep the capacity)
+    std::vector<Part::Found>().swap(u.found);
     {
       std::lock_guard<std::mutex> lock(mu);
       u.rendered = true;
@@ -1026,18 +1103,19 @@ ScanStats scan_mapped_parallel(Mapping& map, std::size_t size, unsigned threads,
     cv.notify_all();
   };
 
-  const auto work = [&] {
+  const auto work = [&](unsigned me) {
     MatchCache cache(options);
+    std::deque<Unit*>& mine = to_render[me];
     for (;;) {
       std::size_t i = 0;
       Unit* unit = nullptr;
       {
         std::unique_lock<std::mutex> lock(mu);
-        cv.wait(lock, [&] { return stop || !to_render.empty() || (next < parts.size() && next < handed + window); });
+        cv.wait(lock, [&] { return stop || !mine.empty() || (next < parts.size() && next < handed + window); });
         if (stop) return;
-        if (!to_render.empty()) {
-          unit = to_render.front();
-          to_render.pop_front();
+        if (!mine.empty()) {
+          unit = mine.front();
+          mine.pop_front();
         } else {
           i = next++;
         }
@@ -1047,10 +1125,14 @@ ScanStats scan_mapped_parallel(Mapping& map, std::size_t size, unsigned threads,
         continue;
       }
       Part& part = parts[i];
+      part.owner = me;
       try {
-        part.begin = line_start_from(i * part_bytes);
-        part.end = std::max(part.begin, line_start_from((i + 1) * part_bytes));
-        part.final = part.end == base + size;  // a last line without a newline is this part's
+        if (!read_part(part, i)) {
+          part.mapped = true;
+          part.begin = line_start_from(i * part_bytes);
+          part.end = std::max(part.begin, line_start_from((i + 1) * part_bytes));
+          part.final = part.end == base + size;  // a last line without a newline is this part's
+        }
         auto driver = std::make_unique<Driver>(path, catalog, options, nullptr);
         Driver* d = driver.get();
         driver->set_sink([&part, d](ScanBlock& b) {
@@ -1064,7 +1146,7 @@ ScanStats scan_mapped_parallel(Mapping& map, std::size_t size, unsigned threads,
         part.driver = std::move(driver);
         // Done with but the part's head, which the scan coming from the
         // part before reads again (a page given back is read back).
-        map.release(part.begin + (64u << 10), part.end);
+        if (part.mapped) map.release(part.begin + (64u << 10), part.end);
       } catch (...) {
         part.error = std::current_exception();
       }
@@ -1097,7 +1179,7 @@ ScanStats scan_mapped_parallel(Mapping& map, std::size_t size, unsigned threads,
     }
   };
   const auto hand_out = [&] {
-    if (pending.blocks.empty()) return;
+    if (pending.blocks.empty() && pending.found.empty()) return;
     {
       std::lock_guard<std::mutex> lock(mu);
       units.push_back(std::move(pending));
@@ -1105,7 +1187,7 @@ ScanStats scan_mapped_parallel(Mapping& map, std::size_t size, unsigned threads,
         units.back().bytes = std::move(spare.back());
         spare.pop_back();
       }
-      to_render.push_back(&units.back());
+      to_render[units.back().owner].push_back(&units.back());
     }
     pending = Unit{};
     cv.notify_all();
@@ -1133,7 +1215,7 @@ ScanStats scan_mapped_parallel(Mapping& map, std::size_t size, unsigned threads,
 
   const unsigned n_threads = static_cast<unsigned>(std::min<std::size_t>(threads, parts.size()));
   try {
-    for (unsigned t = 0; t < n_threads; ++t) pool.emplace_back(work);
+    for (unsigned t = 0; t < n_threads; ++t) pool.emplace_back(work, t);
     Progress progress{options};
     MatchCache cache(options);  // for the scanner this thread takes over
     std::unique_ptr<Driver> current;
@@ -1161,10 +1243,23 @@ ScanStats scan_mapped_parallel(Mapping& map, std::size_t size, unsigned threads,
         if (from == 0) current->end_region();
       }
       if (from != 0) {
-        for (Part::Found& f : part.blocks) {
-          if (f.opened_at < from) continue;
-          f.block.line += lines_before;
-          emit(f.block);
+        if (target.output != nullptr) {
+          // Handed to the worker that found them whole: no copy here, and
+          // freed by the thread that allocated them.
+          for (const Part::Found& f : part.blocks) {
+            if (f.opened_at < from) continue;
+            ++stats.blocks;
+            if (f.block.diagnosis) ++stats.matched;
+          }
+          pending.found = std::move(part.blocks);
+          pending.from = from;
+          pending.line_offset = lines_before;
+        } else {
+          for (Part::Found& f : part.blocks) {
+            if (f.opened_at < from) continue;
+            f.block.line += lines_before;
+            emit(f.block);
+          }
         }
         current = std::move(part.driver);
         current_base = lines_before;
@@ -1176,8 +1271,13 @@ ScanStats scan_mapped_parallel(Mapping& map, std::size_t size, unsigned threads,
       // would hold on to its own.
       std::vector<Part::Found>().swap(part.blocks);
       part.driver.reset();
-      map.release_before(part.end);
+      if (part.mapped) map.release_before(part.end);
+      if (part.buffer) {
+        std::lock_guard<std::mutex> lock(mu);
+        free_buffers.push_back(std::move(part.buffer));
+      }
       lines_before += part.lines;
+      pending.owner = part.owner;
       hand_out();
       {
         std::lock_guard<std::mutex> lock(mu);
@@ -1188,6 +1288,7 @@ ScanStats scan_mapped_parallel(Mapping& map, std::size_t size, unsigned threads,
       progress(static_cast<std::uint64_t>(part.end - base));
     }
     if (current) current->finish();
+    if (!parts.empty()) pending.owner = parts.back().owner;
     hand_out();
     if (target.output != nullptr) write_units(0);
     join();
@@ -1269,12 +1370,12 @@ ScanStats scan_path(const std::string& path, const Catalog& catalog, const Targe
   const bool regular = ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0;
   if (regular) {
     const auto size = static_cast<std::size_t>(st.st_size);
+    const Closer closer{fd};  // the parallel scan reads through it too
     Mapping map(fd, size);
-    ::close(fd);
     if (map.data() != nullptr) {
       if (threads == 0)
         threads = size >= ScanOptions::kParallelFrom ? std::max(1u, std::thread::hardware_concurrency()) : 1u;
-      if (threads > 1) return scan_mapped_parallel(map, size, threads, part_bytes, path, catalog, target, options);
+      if (threads > 1) return scan_mapped_parallel(map, fd, size, threads, part_bytes, path, catalog, target, options);
       return scan_mapped_serial(map, size, path, catalog, target, options);
     }
   } else {
