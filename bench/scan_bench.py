@@ -11,8 +11,8 @@ a warm page cache:
   rg -c -f PATTERNS         the catalog's patterns, exported by `errshim list
                             --patterns`, in ripgrep's syntax (when rg exists)
   rg -F -c Error            a single literal pass, the floor
-Prints MB/s (best and median of --repeat runs), errshim / rg, -j 2 / -j 1, and
-the peak RSS of each process (getrusage of the child). With --layers, the
+Prints MB/s (best and median of --repeat runs; the -j runs take turns),
+errshim / rg, -j 2 / -j 1, and the peak RSS of each process. With --layers, the
 errshim runs are repeated at the first size with those catalogs loaded, ripgrep
 skipped: a library name (or `all`) is a generated layer (`--generated NAME`,
 found in share/errshim/generated or $ERRSHIM_GENERATED_DIR), a path a catalog
@@ -160,15 +160,23 @@ def timed(cmd):
     return wall, usage.ru_utime + usage.ru_stime, rss
 
 
-def measure(cmd, repeat, size):
-    walls, cpus, rss = [], [], 0.0
+def measure_all(cmds, repeat, size):
+    """Each command `repeat` times, taking turns: a shared machine's slow
+    spells fall on all of them alike, not on whichever ran then."""
+    runs = {k: [] for k in cmds}
     for _ in range(repeat):
-        w, c, r = timed(cmd)
-        walls.append(w)
-        cpus.append(c)
-        rss = max(rss, r)
-    return {"best": size / MB / min(walls), "median": size / MB / statistics.median(walls),
-            "cpu": size / MB / min(cpus), "rss": rss}
+        for k, cmd in cmds.items():
+            runs[k].append(timed(cmd))
+    out = {}
+    for k, rs in runs.items():
+        walls, cpus = [r[0] for r in rs], [r[1] for r in rs]
+        out[k] = {"best": size / MB / min(walls), "median": size / MB / statistics.median(walls),
+                  "cpu": size / MB / min(cpus), "rss": max(r[2] for r in rs)}
+    return out
+
+
+def measure(cmd, repeat, size):
+    return measure_all({0: cmd}, repeat, size)[0]
 
 
 def main(argv=None):
@@ -232,8 +240,8 @@ def main(argv=None):
             subprocess.run(["cat", path], stdout=subprocess.DEVNULL, check=True)  # warm the page cache
             extra = [a for c in catalogs
                      for a in (("--catalog", c) if os.sep in c or "." in c else ("--generated", c))]
-            es = {j: measure([errshim, "scan", "--json", "-j", str(j)] + extra + [path], args.repeat, size)
-                  for j in jobs}
+            es = measure_all({j: [errshim, "scan", "--json", "-j", str(j)] + extra + [path] for j in jobs},
+                             args.repeat, size)
             with_rg = rg and not catalogs
             rgf = measure([rg, "-c", "-f", pattern_file, path], args.repeat, size) if with_rg else None
             lit = measure([rg, "-F", "-c", "Error", path], args.repeat, size) if with_rg else None
