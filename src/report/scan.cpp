@@ -225,8 +225,16 @@ class MatchCache {
 
   MatchResult match(const Catalog& catalog, const std::string& text, const Context& context) {
     if (max_entries_ == 0 || text.size() > max_text_) return catalog.match(text, context);
+    return *verdict(catalog, text, context);
+  }
+
+  // The same, shared with the cache: for a block kept a while, which holds
+  // it instead of a copy.
+  std::shared_ptr<const MatchResult> verdict(const Catalog& catalog, const std::string& text, const Context& context) {
+    if (max_entries_ == 0 || text.size() > max_text_)
+      return std::make_shared<const MatchResult>(catalog.match(text, context));
     if (const auto it = known_.find(text); it != known_.end()) return it->second;
-    MatchResult r = catalog.match(text, context);
+    auto r = std::make_shared<const MatchResult>(catalog.match(text, context));
     if (known_.size() >= max_entries_) known_.clear();
     known_.emplace(text, r);
     return r;
@@ -234,7 +242,7 @@ class MatchCache {
 
  private:
   std::size_t max_entries_, max_text_;
-  std::unordered_map<std::string, MatchResult> known_;
+  std::unordered_map<std::string, std::shared_ptr<const MatchResult>> known_;
 };
 
 class Scanner {
@@ -279,6 +287,12 @@ class Scanner {
   // Where verdicts of texts seen before are kept; the cache must belong to
   // the thread that feeds this scanner.
   void set_cache(MatchCache* cache) noexcept { cache_ = cache; }
+  // Blocks handed on without their file name, diagnosis and problems, which
+  // take_verdict() gives (with the file name the scan was given): a block
+  // kept a while holds the cached verdict, not copies whose allocations a
+  // later thread frees in bulk.
+  void set_keep_verdicts(bool on) noexcept { keep_verdicts_ = on; }
+  std::shared_ptr<const MatchResult> take_verdict() noexcept { return std::move(verdict_); }
 
  private:
   struct Held {
@@ -468,19 +482,27 @@ class Scanner {
     open_ = false;
     held_ = 0;
     ScanBlock b;
-    b.file = std::string(file_);
+    if (!keep_verdicts_) b.file = std::string(file_);
     b.line = first_line_ + line_offset_;
     b.lines = text_.lines();
     b.kind = kind_;
     b.truncated = truncated_ || text_.truncated();
     b.text = text_.take();
     text_ = BlockText(0);
-    MatchResult r = cache_ != nullptr ? cache_->match(catalog_, b.text, options_.context)
-                                      : catalog_.match(b.text, options_.context);
-    b.diagnosis = std::move(r.diagnosis);
-    b.problems = std::move(r.problems);
+    bool matched = false;
+    if (keep_verdicts_) {
+      verdict_ = cache_ != nullptr ? cache_->verdict(catalog_, b.text, options_.context)
+                                   : std::make_shared<const MatchResult>(catalog_.match(b.text, options_.context));
+      matched = verdict_->diagnosis.has_value();
+    } else {
+      MatchResult r = cache_ != nullptr ? cache_->match(catalog_, b.text, options_.context)
+                                        : catalog_.match(b.text, options_.context);
+      b.diagnosis = std::move(r.diagnosis);
+      b.problems = std::move(r.problems);
+      matched = b.diagnosis.has_value();
+    }
     ++stats_.blocks;
-    if (b.diagnosis) ++stats_.matched;
+    if (matched) ++stats_.matched;
     visit_(b);
   }
 
@@ -490,6 +512,8 @@ class Scanner {
   const ScanOptions& options_;
   ScanStats& stats_;
   MatchCache* cache_ = nullptr;
+  bool keep_verdicts_ = false;
+  std::shared_ptr<const MatchResult> verdict_;
   std::string scratch_;
 
   bool open_ = false;
@@ -542,6 +566,8 @@ class Driver {
   void set_sink(BlockSink sink) { sink_ = std::move(sink); }
   void set_line_offset(std::uint64_t offset) { scanner_.set_line_offset(offset); }
   void set_cache(MatchCache* cache) { scanner_.set_cache(cache); }
+  void set_keep_verdicts(bool on) { scanner_.set_keep_verdicts(on); }
+  std::shared_ptr<const MatchResult> take_verdict() { return scanner_.take_verdict(); }
   // Called with a range [lo, hi] of this driver's line numbers before each
   // of which no block was open for kLookBackLines lines or more; a nonzero
   // answer in the range stops run() (the parallel scan's hand-over).
@@ -956,8 +982,15 @@ struct Part {
   bool mapped = false;
   std::unique_ptr<Driver> driver;
   struct Found {
-    ScanBlock block;
+    ScanBlock block;  // without file, diagnosis and problems
     std::uint64_t opened_at;
+    std::shared_ptr<const MatchResult> verdict;
+    // Gives the block back what it was handed on without.
+    void restore(const std::string& file) {
+      block.file = file;
+      block.diagnosis = verdict->diagnosis;
+      block.problems = verdict->problems;
+    }
   };
   std::vector<Found> blocks;
   std::uint64_t lines = 0;
@@ -1007,7 +1040,9 @@ ScanStats scan_mapped_parallel(Mapping& map, int fd, std::size_t size, unsigned 
   ScanStats stats;
   stats.bytes = size;
   const char* const base = map.data();
-  if (part_bytes == 0) part_bytes = std::clamp<std::size_t>(size / (threads * 4u), 1u << 20, 2u << 20);
+  // Small enough that a part's blocks are still in the worker's cache when
+  // it renders them; large enough that handing parts out costs little.
+  if (part_bytes == 0) part_bytes = 1u << 20;
   // Part i starts after the first '\n' at or after i * part_bytes (part 0
   // at 0), found by the worker that takes it: finding them all up front
   // would touch the whole file at once, and looking at the byte before would
@@ -1020,8 +1055,9 @@ ScanStats scan_mapped_parallel(Mapping& map, int fd, std::size_t size, unsigned 
     return nl != nullptr ? static_cast<const char*>(nl) + 1 : base + size;
   };
   // Parts scanned ahead of the one handed out, and units not yet written,
-  // bounding memory.
-  const std::size_t window = std::size_t{threads} + 2;
+  // bounding memory. The window lets a worker go on while this thread waits
+  // for a core: with one part per worker it stalled.
+  const std::size_t window = 2 * std::size_t{threads} + 4;
   const std::size_t max_units = threads;
   std::mutex mu;
   std::condition_variable cv;
@@ -1086,10 +1122,19 @@ ScanStats scan_mapped_parallel(Mapping& map, int fd, std::size_t size, unsigned 
   const auto render = [&](Unit& u) {
     try {
       for (const ScanBlock& b : u.blocks) target.output->render(b, u.bytes);
+      // One block assigned to again and again: its strings keep their room.
+      ScanBlock whole;
+      whole.file = path;
       for (Part::Found& f : u.found) {
         if (f.opened_at < u.from) continue;
-        f.block.line += u.line_offset;
-        target.output->render(f.block, u.bytes);
+        whole.line = f.block.line + u.line_offset;
+        whole.lines = f.block.lines;
+        whole.kind = f.block.kind;
+        whole.truncated = f.block.truncated;
+        whole.text.swap(f.block.text);
+        whole.diagnosis = f.verdict->diagnosis;
+        whole.problems = f.verdict->problems;
+        target.output->render(whole, u.bytes);
       }
     } catch (...) {
       u.error = std::current_exception();
@@ -1136,9 +1181,10 @@ ScanStats scan_mapped_parallel(Mapping& map, int fd, std::size_t size, unsigned 
         auto driver = std::make_unique<Driver>(path, catalog, options, nullptr);
         Driver* d = driver.get();
         driver->set_sink([&part, d](ScanBlock& b) {
-          part.blocks.push_back(Part::Found{std::move(b), d->opened_at()});
+          part.blocks.push_back(Part::Found{std::move(b), d->opened_at(), d->take_verdict()});
         });
         driver->set_cache(&cache);
+        driver->set_keep_verdicts(true);
         driver->record_active();
         driver->run(part.begin, part.end, part.final);
         driver->end_region();
@@ -1249,7 +1295,7 @@ ScanStats scan_mapped_parallel(Mapping& map, int fd, std::size_t size, unsigned 
           for (const Part::Found& f : part.blocks) {
             if (f.opened_at < from) continue;
             ++stats.blocks;
-            if (f.block.diagnosis) ++stats.matched;
+            if (f.verdict->diagnosis) ++stats.matched;
           }
           pending.found = std::move(part.blocks);
           pending.from = from;
@@ -1258,6 +1304,7 @@ ScanStats scan_mapped_parallel(Mapping& map, int fd, std::size_t size, unsigned 
           for (Part::Found& f : part.blocks) {
             if (f.opened_at < from) continue;
             f.block.line += lines_before;
+            f.restore(path);
             emit(f.block);
           }
         }
@@ -1266,6 +1313,7 @@ ScanStats scan_mapped_parallel(Mapping& map, int fd, std::size_t size, unsigned 
         current->set_line_offset(current_base);
         current->set_sink(emit);
         current->set_cache(&cache);
+        current->set_keep_verdicts(false);
       }
       // Swapped out: `= {}` keeps the capacity, and every part handed out
       // would hold on to its own.
