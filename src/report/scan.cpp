@@ -1040,9 +1040,7 @@ ScanStats scan_mapped_parallel(Mapping& map, int fd, std::size_t size, unsigned 
   ScanStats stats;
   stats.bytes = size;
   const char* const base = map.data();
-  // Small enough that a part's blocks are still in the worker's cache when
-  // it renders them; large enough that handing parts out costs little.
-  if (part_bytes == 0) part_bytes = 1u << 20;
+  if (part_bytes == 0) part_bytes = 2u << 20;
   // Part i starts after the first '\n' at or after i * part_bytes (part 0
   // at 0), found by the worker that takes it: finding them all up front
   // would touch the whole file at once, and looking at the byte before would
