@@ -976,9 +976,14 @@ struct Part {
   const char* end = nullptr;
   bool final = false;
   unsigned owner = 0;  // the worker that scanned it
-  // The bytes begin..end point into: read into `buffer`, or the mapping
-  // when a line too long for the buffer crosses a split.
-  std::unique_ptr<char[]> buffer;
+  // For the scan coming from the part before: begin..end are the part's
+  // first lines, copied into `head` (its worker read the part into its own
+  // buffer), and rest_begin..rest_end the others, in the mapping. A part
+  // with a line too long for that buffer across a split was scanned in the
+  // mapping, and begin..end are all of it there (`mapped`).
+  std::string head;
+  const char* rest_begin = nullptr;
+  const char* rest_end = nullptr;
   bool mapped = false;
   std::unique_ptr<Driver> driver;
   struct Found {
@@ -1067,33 +1072,22 @@ ScanStats scan_mapped_parallel(Mapping& map, int fd, std::size_t size, unsigned 
   // freed by another thread contend for the allocator's locks.
   std::vector<std::deque<Unit*>> to_render(threads);
   std::vector<std::string> spare;  // written units' buffers, reused: no regrowing, no fresh pages
-  // Parts are read with pread() into buffers of part_bytes + slack, reused
-  // (at most `window` + 1 in use): reading a mapping from several threads
-  // costs page faults on one shared mapping and, to keep resident memory
-  // bounded, giving pages back, each time with a TLB flush on every core.
-  // Room for the line that crosses the part's end; a longer one is read
-  // through the mapping. (Tests' small parts get small room.)
+  // Each worker reads its parts with pread() into a buffer of its own:
+  // reading a mapping from several threads costs page faults on one shared
+  // mapping and, to keep resident memory bounded, giving pages back, each
+  // time with a TLB flush on every core. The mapping is read only for the
+  // parts' heads the scans coming from the parts before go on into (usually
+  // a few lines), and for a line too long for the buffer across a split.
+  // (Tests' small parts get small room and heads.)
   const std::size_t slack = std::clamp<std::size_t>(part_bytes, 256, 64u << 10);
-  std::vector<std::unique_ptr<char[]>> free_buffers;
-  const auto take_buffer = [&] {
-    {
-      std::lock_guard<std::mutex> lock(mu);
-      if (!free_buffers.empty()) {
-        std::unique_ptr<char[]> b = std::move(free_buffers.back());
-        free_buffers.pop_back();
-        return b;
-      }
-    }
-    return std::unique_ptr<char[]>(new char[part_bytes + slack]);
-  };
-  // Reads part i into `part`: [first line start at or after i * part_bytes,
-  // first line start at or after (i + 1) * part_bytes). False when one of
-  // the two is not within the bytes read (a line longer than `slack`).
-  const auto read_part = [&](Part& part, std::size_t i) {
+  const std::size_t head_max = std::clamp<std::size_t>(part_bytes / 4, 16, 64u << 10);
+  // Reads part i into `buf` and scans it into `part`: [first line start at
+  // or after i * part_bytes, first line start at or after (i + 1) *
+  // part_bytes). False when one of the two is not within the bytes read.
+  const auto read_part = [&](Part& part, std::size_t i,
+                             char* buf) -> std::optional<std::pair<const char*, const char*>> {
     const std::size_t at = i * part_bytes;
     const std::size_t want = std::min(size - at, part_bytes + slack);
-    if (!part.buffer) part.buffer = take_buffer();
-    char* const buf = part.buffer.get();
     std::size_t got = 0;
     while (got < want) {
       const ssize_t r = ::pread(fd, buf + got, want - got, static_cast<off_t>(at + got));
@@ -1102,19 +1096,34 @@ ScanStats scan_mapped_parallel(Mapping& map, int fd, std::size_t size, unsigned 
       if (r == 0) break;  // the file got shorter: its end is here
       got += static_cast<std::size_t>(r);
     }
+    const bool to_eof = at + got >= size || got < want;
     const auto line_start = [&](std::size_t from) -> const char* {  // from: offset into buf
-      if (from >= got) return at + got >= size || got < want ? buf + got : nullptr;
-      const void* nl = std::memchr(buf + from, '\n', got - from);
-      if (nl != nullptr) return static_cast<const char*>(nl) + 1;
-      return at + got >= size || got < want ? buf + got : nullptr;
+      if (from < got) {
+        const void* nl = std::memchr(buf + from, '\n', got - from);
+        if (nl != nullptr) return static_cast<const char*>(nl) + 1;
+      }
+      return to_eof ? buf + got : nullptr;
     };
     const char* b = i == 0 ? buf : line_start(0);
     const char* e = line_start(std::min(got, part_bytes));
-    if (b == nullptr || e == nullptr) return false;
-    part.begin = b;
-    part.end = std::max(b, e);
-    part.final = part.end == buf + got && (at + got >= size || got < want);
-    return true;
+    if (b == nullptr || e == nullptr) return std::nullopt;
+    e = std::max(b, e);
+    part.final = e == buf + got && to_eof;
+    return std::make_pair(b, e);
+  };
+  // Keeps the first lines of [b, e) (read at file offset `off`) in
+  // part.head, the rest as a range of the mapping.
+  const auto keep_head = [&](Part& part, const char* b, const char* e, std::size_t off) {
+    const char* h = e;
+    if (static_cast<std::size_t>(e - b) > head_max) {
+      const void* nl = last_newline(b, head_max);
+      h = nl != nullptr ? static_cast<const char*>(nl) + 1 : b;
+    }
+    part.head.assign(b, h);
+    part.begin = part.head.data();
+    part.end = part.begin + part.head.size();
+    part.rest_begin = base + off + (h - b);
+    part.rest_end = base + off + (e - b);
   };
 
   const auto render = [&](Unit& u) {
@@ -1148,6 +1157,7 @@ ScanStats scan_mapped_parallel(Mapping& map, int fd, std::size_t size, unsigned 
 
   const auto work = [&](unsigned me) {
     MatchCache cache(options);
+    std::unique_ptr<char[]> buffer;
     std::deque<Unit*>& mine = to_render[me];
     for (;;) {
       std::size_t i = 0;
@@ -1170,11 +1180,16 @@ ScanStats scan_mapped_parallel(Mapping& map, int fd, std::size_t size, unsigned 
       Part& part = parts[i];
       part.owner = me;
       try {
-        if (!read_part(part, i)) {
+        if (!buffer) buffer.reset(new char[part_bytes + slack]);
+        const char* b = nullptr;
+        const char* e = nullptr;
+        if (const auto read = read_part(part, i, buffer.get())) {
+          std::tie(b, e) = *read;
+        } else {
           part.mapped = true;
-          part.begin = line_start_from(i * part_bytes);
-          part.end = std::max(part.begin, line_start_from((i + 1) * part_bytes));
-          part.final = part.end == base + size;  // a last line without a newline is this part's
+          part.begin = b = line_start_from(i * part_bytes);
+          part.end = e = std::max(b, line_start_from((i + 1) * part_bytes));
+          part.final = e == base + size;  // a last line without a newline is this part's
         }
         auto driver = std::make_unique<Driver>(path, catalog, options, nullptr);
         Driver* d = driver.get();
@@ -1184,13 +1199,17 @@ ScanStats scan_mapped_parallel(Mapping& map, int fd, std::size_t size, unsigned 
         driver->set_cache(&cache);
         driver->set_keep_verdicts(true);
         driver->record_active();
-        driver->run(part.begin, part.end, part.final);
+        driver->run(b, e, part.final);
         driver->end_region();
         part.lines = driver->lines();
         part.driver = std::move(driver);
-        // Done with but the part's head, which the scan coming from the
-        // part before reads again (a page given back is read back).
-        if (part.mapped) map.release(part.begin + (64u << 10), part.end);
+        if (part.mapped) {
+          // Done with but the part's head, which the scan coming from the
+          // part before reads again (a page given back is read back).
+          map.release(part.begin + (64u << 10), part.end);
+        } else {
+          keep_head(part, b, e, i * part_bytes + static_cast<std::size_t>(b - buffer.get()));
+        }
       } catch (...) {
         part.error = std::current_exception();
       }
@@ -1265,6 +1284,7 @@ ScanStats scan_mapped_parallel(Mapping& map, int fd, std::size_t size, unsigned 
     std::unique_ptr<Driver> current;
     std::uint64_t current_base = 0;  // lines before the part the current driver started in
     std::uint64_t lines_before = 0;  // lines before part i
+    bool touched = false;  // the mapping read for the part's continuation
     for (std::size_t i = 0; i < parts.size(); ++i) {
       Part& part = parts[i];
       {
@@ -1282,7 +1302,14 @@ ScanStats scan_mapped_parallel(Mapping& map, int fd, std::size_t size, unsigned 
           const std::uint64_t q = first_quiet(part.driver->active(), lo > shift ? lo - shift : 1, hi - shift);
           return q == 0 ? 0 : q + shift;
         });
-        if (!current->run(part.begin, part.end, part.final)) from = current->stopped_at() - shift;
+        const bool rest = part.rest_begin != part.rest_end;
+        bool stopped = !current->run(part.begin, part.end, part.final && !rest);
+        if (!stopped && rest) {  // not quiet in the head: on into the mapping
+          current->end_region();
+          stopped = !current->run(part.rest_begin, part.rest_end, part.final);
+          touched = true;
+        }
+        if (stopped) from = current->stopped_at() - shift;
         current->set_quiet_hook(nullptr);
         if (from == 0) current->end_region();
       }
@@ -1317,11 +1344,9 @@ ScanStats scan_mapped_parallel(Mapping& map, int fd, std::size_t size, unsigned 
       // would hold on to its own.
       std::vector<Part::Found>().swap(part.blocks);
       part.driver.reset();
-      if (part.mapped) map.release_before(part.end);
-      if (part.buffer) {
-        std::lock_guard<std::mutex> lock(mu);
-        free_buffers.push_back(std::move(part.buffer));
-      }
+      std::string().swap(part.head);
+      if (part.mapped || touched) map.release_before(part.mapped ? part.end : part.rest_end);
+      touched = false;
       lines_before += part.lines;
       pending.owner = part.owner;
       hand_out();
