@@ -990,11 +990,17 @@ struct Part {
     ScanBlock block;  // without file, diagnosis and problems
     std::uint64_t opened_at;
     std::shared_ptr<const MatchResult> verdict;
-    // Gives the block back what it was handed on without.
-    void restore(const std::string& file) {
-      block.file = file;
-      block.diagnosis = verdict->diagnosis;
-      block.problems = verdict->problems;
+    // The whole block in `out` (its file name already there), `line_offset`
+    // lines on: `out` assigned to again and again keeps its strings' room.
+    // The text moves out of the kept block.
+    void into(ScanBlock& out, std::uint64_t line_offset) {
+      out.line = block.line + line_offset;
+      out.lines = block.lines;
+      out.kind = block.kind;
+      out.truncated = block.truncated;
+      out.text.swap(block.text);
+      out.diagnosis = verdict->diagnosis;
+      out.problems = verdict->problems;
     }
   };
   std::vector<Found> blocks;
@@ -1129,18 +1135,11 @@ ScanStats scan_mapped_parallel(Mapping& map, int fd, std::size_t size, unsigned 
   const auto render = [&](Unit& u) {
     try {
       for (const ScanBlock& b : u.blocks) target.output->render(b, u.bytes);
-      // One block assigned to again and again: its strings keep their room.
       ScanBlock whole;
       whole.file = path;
       for (Part::Found& f : u.found) {
         if (f.opened_at < u.from) continue;
-        whole.line = f.block.line + u.line_offset;
-        whole.lines = f.block.lines;
-        whole.kind = f.block.kind;
-        whole.truncated = f.block.truncated;
-        whole.text.swap(f.block.text);
-        whole.diagnosis = f.verdict->diagnosis;
-        whole.problems = f.verdict->problems;
+        f.into(whole, u.line_offset);
         target.output->render(whole, u.bytes);
       }
     } catch (...) {
@@ -1326,11 +1325,12 @@ ScanStats scan_mapped_parallel(Mapping& map, int fd, std::size_t size, unsigned 
           pending.from = from;
           pending.line_offset = lines_before;
         } else {
+          ScanBlock whole;
+          whole.file = path;
           for (Part::Found& f : part.blocks) {
             if (f.opened_at < from) continue;
-            f.block.line += lines_before;
-            f.restore(path);
-            emit(f.block);
+            f.into(whole, lines_before);
+            emit(whole);
           }
         }
         current = std::move(part.driver);
