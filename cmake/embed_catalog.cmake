@@ -30,3 +30,4 @@ ${table}  }, {}};
 }  // namespace errshim::detail
 ")
 file(COPY_FILE "${OUTPUT}.tmp" "${OUTPUT}" ONLY_IF_DIFFERENT)
+file(REMOVE "${OUTPUT}.tmp")

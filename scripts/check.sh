@@ -18,13 +18,22 @@
 #
 # A machine that had optional packages installed by hand still builds 1 and
 # 2 without them: they are switched off with CMAKE_DISABLE_FIND_PACKAGE_*.
-# Environment: CHECK_JOBS (2); CHECK_ONLY=1,2,... to run some steps only.
+#
+# Disk: CI machines can be short of it (one run failed with ENOSPC in step
+# 1). Debug info is written compressed (-gz, added to CXXFLAGS, which every
+# build here starts from), and a step that passed removes its build folder
+# before the next begins, so the steps never hold their folders all at once
+# (ccache keeps what they compiled; build-fuzz holds the fuzz corpus and stays).
+# Environment: CHECK_JOBS (2); CHECK_ONLY=1,2,... to run some steps only;
+# CHECK_KEEP=1 keeps every build folder.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 jobs=${CHECK_JOBS:-2}
 only=",${CHECK_ONLY:-1,2,3,4,5},"
 
 step() { [[ $only == *",$1,"* ]]; }
+done_with() { [[ ${CHECK_KEEP:-0} == 1 ]] || rm -rf "$@"; }
+export CXXFLAGS="${CXXFLAGS:+$CXXFLAGS }-gz"
 banner() { printf '\n==== check %s\n' "$*"; }
 # Builds 1 and 2 have the same compiler and flags, in sibling folders: with
 # paths taken relative to the checkout and the build folder left out of the
@@ -48,6 +57,7 @@ if step 1; then
     -DCMAKE_DISABLE_FIND_PACKAGE_Hyperscan=ON -DCMAKE_DISABLE_FIND_PACKAGE_RE2=ON
   cmake --build build-check -j"$jobs"
   ctest --test-dir build-check --output-on-failure -j"$jobs"
+  done_with build-check
 fi
 
 if step 2; then
@@ -63,6 +73,7 @@ if step 2; then
   # The package tests install and rebuild the library, and the `slow` one
   # provokes torch's errors through Python: step 1 ran them.
   ctest --test-dir build-check-minimal --output-on-failure -j"$jobs" -LE 'package|slow'
+  done_with build-check-minimal
 fi
 
 if step 3; then
@@ -82,6 +93,7 @@ if step 3; then
   done
   # A comparator that cannot read the catalog's regexes reports an error in its row.
   if grep -q "ERROR OCCURRED" <<<"$rows"; then echo "check: a benchmark row failed" >&2; exit 1; fi
+  done_with build-check-release
 fi
 
 if step 4; then
@@ -89,6 +101,7 @@ if step 4; then
   # The C++ suite (unit, cli, sample, torch) under ASan + UBSan; see the
   # script for why the package, Python and Rust tests are left out.
   scripts/sanitize.sh asan
+  done_with "${SANITIZE_BUILD:-build-asan}"
 fi
 
 if step 5; then
