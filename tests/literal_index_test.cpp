@@ -113,6 +113,52 @@ TEST(LiteralIndex, ManyKeysBinaryBytes) {
   EXPECT_EQ(scan(index, text), brute_force(keys, text));
 }
 
+TEST(LiteralIndex, AViewingIndexFindsWhatACopyingOneFindsInTheCallersBytes) {
+  std::mt19937 rng(5);
+  std::vector<std::string> keys(300);
+  for (std::string& k : keys) {
+    k.resize(4 + rng() % 40);
+    for (char& c : k) c = "abcdef "[rng() % 7];
+  }
+  std::string text;
+  for (int i = 0; i < 200; ++i) text += keys[rng() % keys.size()] + "|";
+  const std::vector<std::string_view> views(keys.begin(), keys.end());
+  const std::vector<std::uint32_t> anchors(keys.size(), 1);
+  const LiteralIndex copied(views, anchors);
+  const LiteralIndex viewing = LiteralIndex::viewing(views, anchors);
+  EXPECT_EQ(scan(viewing, text), scan(copied, text));
+  EXPECT_EQ(scan(viewing, text), brute_force(keys, text));
+  for (std::size_t k = 0; k < keys.size(); ++k) {
+    EXPECT_EQ(viewing.key(k).data(), keys[k].data()) << k;
+    EXPECT_NE(copied.key(k).data(), keys[k].data()) << k;
+    EXPECT_EQ(copied.key(k), keys[k]) << k;
+  }
+}
+
+TEST(LiteralIndex, KeysTooLongForAPostingsOffsetsAreStillFoundExactly) {
+  // A posting holds an anchor offset below 64 KiB and checks bytes within
+  // its key's first 4 KiB: longer keys are anchored or checked at their start.
+  std::mt19937 rng(3);
+  auto random_text = [&](std::size_t n) {
+    std::string t(n, ' ');
+    for (char& c : t) c = static_cast<char>('a' + rng() % 26);
+    return t;
+  };
+  const std::vector<std::string> keys = {random_text(5000), random_text(70000), random_text(20)};
+  const std::vector<std::uint32_t> anchors = {4500, 66000, 3};
+  const std::string text = "x" + keys[0] + "y" + keys[1] + keys[2];
+  const LiteralIndex index(std::vector<std::string_view>(keys.begin(), keys.end()), anchors);
+  EXPECT_EQ(scan(index, text), brute_force(keys, text));
+  EXPECT_EQ(scan(index, text).size(), 3u);
+  // One byte off at either end of each long key: not reported.
+  for (const std::size_t k : {0, 1})
+    for (const std::size_t at : {std::size_t{0}, keys[k].size() - 1}) {
+      std::string near = keys[k];
+      near[at] = near[at] == 'A' ? 'B' : 'A';
+      EXPECT_TRUE(scan(index, "x" + near + "y").empty()) << "key " << k << " changed at " << at;
+    }
+}
+
 // -------------------------------------------------------------- analysis
 
 struct Expect {

@@ -184,7 +184,7 @@ TEST(MatcherEquivalence, CrowdedKeysAtTwentyThousandEntries) {
   const Matcher m(entries, problems);
   ASSERT_TRUE(problems.empty()) << problems.front().to_string();
   const detail::MatchPlan plan = detail::plan_matching(entries);
-  std::map<std::string, std::size_t> group;
+  std::map<std::string_view, std::size_t> group;
   for (const auto& item : plan.items) ++group[item.key.text];
   std::vector<std::size_t> crowded;
   for (std::size_t i = 0; i < entries.size(); ++i) {

@@ -188,6 +188,32 @@ TEST(Matcher, TemplatesCompileOnFirstUseAndAllForLint) {
   EXPECT_EQ(m.stats().compiled, 2u);
 }
 
+// The index views its keys; a plan whose keys view its caller's bytes is
+// copied, so the caller may free them once the matcher is built.
+TEST(Matcher, APlanViewingItsCallersBytesOutlivesThem) {
+  const auto cat = catalog_from(file_yaml(entry_yaml("lib.a", "head dim {} is not supported here") +
+                                          entry_yaml("lib.b", "kv cache of {} layers is full")));
+  std::vector<std::shared_ptr<const Entry>> entries(cat->entries().begin(), cat->entries().end());
+  detail::MatchPlan plan = detail::plan_matching(entries);
+  auto caller = std::make_unique<std::string>();
+  for (const detail::MatchPlan::Item& item : plan.items) *caller += std::string(item.key.text) + "|";
+  std::size_t at = 0;
+  for (detail::MatchPlan::Item& item : plan.items) {
+    ASSERT_FALSE(item.key.text.empty());
+    item.key.text = std::string_view(*caller).substr(at, item.key.text.size());
+    at += item.key.text.size() + 1;
+  }
+  plan.bytes = nullptr;
+  std::vector<Problem> problems;
+  const detail::Matcher m(entries, problems, plan);
+  ASSERT_TRUE(problems.empty());
+  std::fill(caller->begin(), caller->end(), '#');
+  caller.reset();
+  const MatchResult r = m.match("RuntimeError: kv cache of 32 layers is full", {});
+  ASSERT_TRUE(r.diagnosis.has_value());
+  EXPECT_EQ(r.diagnosis->id(), "lib.b");
+}
+
 // Near-duplicate templates share their most selective literal; each
 // occurrence of it must not hand the whole group to the regexes. The plan
 // is given, so the test pins the grouping whatever literals the catalog-wide
@@ -202,12 +228,15 @@ TEST(Matcher, ACrowdedKeyHandsOnlyMembersWhoseSecondLiteralOccurs) {
   auto matcher_with_plan = [&](std::size_t group) {
     std::vector<std::shared_ptr<const Entry>> entries(cat->entries().begin(), cat->entries().begin() + group);
     detail::MatchPlan plan = detail::plan_matching(entries);
+    std::vector<std::string> also(group);
     for (std::size_t i = 0; i < group; ++i) {
-      detail::EntryKey& key = plan.items[i].key;
+      detail::MatchPlan::Key& key = plan.items[i].key;
+      also[i] = " for option_k" + std::to_string(100 + i);
       key = {};
       key.text = "cannot broadcast ";
-      key.also = " for option_k" + std::to_string(100 + i);
+      key.also = also[i];
     }
+    plan.hold_keys();
     std::vector<Problem> problems;
     auto m = std::make_unique<detail::Matcher>(entries, problems, plan);
     EXPECT_TRUE(problems.empty());

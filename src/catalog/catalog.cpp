@@ -27,8 +27,9 @@ namespace errshim {
 struct Catalog::Impl {
   // `ids` maps each entry's id (viewing storage the entries keep) to its position.
   Impl(detail::EntryTable entries, std::vector<Problem>& problems,
-       const std::vector<const detail::MatchPlan::Item*>& plan, detail::ViewMap ids)
-      : matcher(std::move(entries), problems, plan), by_id(std::move(ids)) {}
+       const std::vector<const detail::MatchPlan::Item*>& plan, std::vector<std::shared_ptr<const char[]>> key_bytes,
+       detail::ViewMap ids)
+      : matcher(std::move(entries), problems, plan, std::move(key_bytes)), by_id(std::move(ids)) {}
   detail::Matcher matcher;
   detail::ViewMap by_id;  // views into the entries' ids
   std::vector<Problem> warnings;  // Catalog::warnings()
@@ -576,13 +577,21 @@ CatalogPtr CatalogBuilder::build() const {
       for (const Layer& layer : layers) total += layer.lazy ? layer.lazy->size() : layer.entries.size();
       index.reserve(total);
     }
+    std::vector<std::uint32_t> hashes;  // of a layer's ids, worked out ahead to prefetch their slots
     for (std::size_t l = 0; l < layers.size(); ++l) {
       const Layer& layer = layers[l];
       const std::size_t count = layer.lazy ? layer.lazy->size() : layer.entries.size();
+      auto id_at = [&layer](std::size_t pos) {
+        return layer.lazy ? std::string_view(layer.lazy->id(pos)) : std::string_view(layer.entries[pos]->id);
+      };
+      hashes.resize(count);
+      for (std::size_t pos = 0; pos < count; ++pos) hashes[pos] = detail::ViewMap::hash(id_at(pos));
       for (std::size_t pos = 0; pos < count; ++pos) {
-        const std::string_view id = layer.lazy ? std::string_view(layer.lazy->id(pos)) : layer.entries[pos]->id;
+        if (pos + detail::ViewMap::kPrefetchAhead < count)
+          index.prefetch(hashes[pos + detail::ViewMap::kPrefetchAhead]);
+        const std::string_view id = id_at(pos);
         bool fresh = false;
-        detail::ViewMap::Item& it = index.insert(id, static_cast<std::uint32_t>(origin.size()), fresh);
+        detail::ViewMap::Item& it = index.insert(id, hashes[pos], static_cast<std::uint32_t>(origin.size()), fresh);
         if (!fresh && origin[it.value] == l) {  // this layer defined it already
           const Location at = where(l, origin_pos[it.value]);
           all.push_back({where(l, pos), std::string(id),
@@ -597,7 +606,7 @@ CatalogPtr CatalogBuilder::build() const {
           // A later layer replaces an earlier entry in place, keeping the
           // order; the key views this layer's id from now on.
           const std::size_t at = it.value;
-          it.key = id;
+          it.set_key(id);
           origin[at] = l;
           origin_pos[at] = pos;
         }
@@ -635,8 +644,12 @@ CatalogPtr CatalogBuilder::build() const {
         entries.add(layer.entries[origin_pos[i]]);
       plan.push_back(&layer.plan.items[origin_pos[i]]);
     }
+    std::vector<std::shared_ptr<const char[]>>
+        key_bytes;  // a lazy layer's keys view its snapshot, which `entries` keeps
+    for (const Layer& layer : layers)
+      if (layer.plan.bytes) key_bytes.push_back(layer.plan.bytes);
     const std::size_t before_matcher = all.size();
-    auto impl = std::make_unique<Catalog::Impl>(std::move(entries), all, plan, std::move(index));
+    auto impl = std::make_unique<Catalog::Impl>(std::move(entries), all, plan, std::move(key_bytes), std::move(index));
     plan = {};
     for (std::size_t i = before_matcher; i < all.size(); ++i)
       if (const detail::ViewMap::Item* it = impl->by_id.find(all[i].entry_id)) blame(origin[it->value], all[i]);

@@ -1,13 +1,19 @@
 #include "entry_table.hpp"
 
 #include <algorithm>
+#include <functional>
+#include <limits>
+#include <stdexcept>
 
 #include "pattern_risk.hpp"
 
 namespace errshim::detail {
 
+// The standard library's string hash: on keys of a few dozen bytes (ids,
+// literals; a build hashes every entry's twice) it costs less than the
+// snapshot checksum, whose four lanes are set up for megabytes.
 std::uint32_t ViewMap::hash(std::string_view key) noexcept {
-  return static_cast<std::uint32_t>(snapshot_checksum(key));
+  return static_cast<std::uint32_t>(std::hash<std::string_view>{}(key));
 }
 
 void ViewMap::reserve(std::size_t n) {
@@ -18,37 +24,37 @@ void ViewMap::reserve(std::size_t n) {
   items_.assign(cap, Item{});
   const std::size_t mask = cap - 1;
   for (const Item& it : old) {
-    if (!it.key.data()) continue;
-    std::size_t s = it.hash & mask;  // the hash kept: not worked out again
-    while (items_[s].key.data()) s = (s + 1) & mask;
+    if (!it.data) continue;
+    std::size_t s = hash(it.key()) & mask;
+    while (items_[s].data) s = (s + 1) & mask;
     items_[s] = it;
   }
 }
 
-ViewMap::Item& ViewMap::insert(std::string_view key, std::uint32_t value, bool& fresh) {
+ViewMap::Item& ViewMap::insert(std::string_view key, std::uint32_t h, std::uint32_t value, bool& fresh) {
+  if (key.size() > std::numeric_limits<std::uint32_t>::max()) throw std::length_error("view map: key too long");
   if (2 * (size_ + 1) > items_.size()) reserve(std::max<std::size_t>(2 * size_, 8));
   // An empty key is stored with a non-null pointer: null marks a free item.
   if (!key.data()) key = std::string_view("", 0);
-  const std::uint32_t h = hash(key);
   const std::size_t mask = items_.size() - 1;
   std::size_t s = h & mask;
-  for (; items_[s].key.data(); s = (s + 1) & mask)
-    if (items_[s].hash == h && items_[s].key == key) {
+  for (; items_[s].data; s = (s + 1) & mask)
+    if (items_[s].key() == key) {
       fresh = false;
       return items_[s];
     }
   fresh = true;
   ++size_;
-  items_[s] = {key, value, h};
+  items_[s].set_key(key);
+  items_[s].value = value;
   return items_[s];
 }
 
 const ViewMap::Item* ViewMap::find(std::string_view key) const noexcept {
   if (items_.empty()) return nullptr;
-  const std::uint32_t h = hash(key);
   const std::size_t mask = items_.size() - 1;
-  for (std::size_t s = h & mask; items_[s].key.data(); s = (s + 1) & mask)
-    if (items_[s].hash == h && items_[s].key == key) return &items_[s];
+  for (std::size_t s = hash(key) & mask; items_[s].data; s = (s + 1) & mask)
+    if (items_[s].key() == key) return &items_[s];
   return nullptr;
 }
 
@@ -72,9 +78,10 @@ void EntryTable::add(std::shared_ptr<const Entry> entry) {
 
 void EntryTable::add(const std::shared_ptr<const LazySnapshot>& from, std::size_t pos, bool risk_check) {
   if (keep_.empty() || keep_.back() != from) keep_.push_back(from);
+  if (pos > std::numeric_limits<std::uint32_t>::max()) throw std::length_error("entry table: too many entries");
   Slot s;
   s.from = from.get();
-  s.pos = pos;
+  s.pos = static_cast<std::uint32_t>(pos);
   s.risk_check = risk_check;
   slots_.push_back(std::move(s));
   lazy_->once.emplace_back();
@@ -104,7 +111,7 @@ void EntryTable::decode(std::size_t i) const {
     stand_in->cause = problem;
     e = std::move(stand_in);
   }
-  s.problem = std::move(problem);
+  if (!problem.empty()) s.problem = std::make_unique<const std::string>(std::move(problem));
   s.entry = std::move(e);
 }
 
@@ -119,7 +126,10 @@ const std::shared_ptr<const Entry>& EntryTable::get(std::size_t i) const {
   return s.entry;
 }
 
-const std::string& EntryTable::problem(std::size_t i) const noexcept { return slots_[i].problem; }
+const std::string& EntryTable::problem(std::size_t i) const noexcept {
+  static const std::string none;
+  return slots_[i].problem ? *slots_[i].problem : none;
+}
 
 std::uint64_t EntryTable::content_hash() const {
   std::uint64_t h = 0x6A09E667F3BCC908ull ^ slots_.size();

@@ -24,22 +24,39 @@ namespace errshim::detail {
 // of freeing it.
 class ViewMap {
  public:
+  // 16 bytes, no hash kept: the maps of a build of every layer are
+  // megabytes of fresh memory, and a probe compares the length first.
   struct Item {
-    std::string_view key;
+    const char* data = nullptr;  // null: a free item
+    std::uint32_t size = 0;
     std::uint32_t value = 0;
-    std::uint32_t hash = 0;  // compared before the key, and kept for growing
+    std::string_view key() const noexcept { return {data, size}; }
+    void set_key(std::string_view k) noexcept { data = k.data(), size = static_cast<std::uint32_t>(k.size()); }
   };
   // Room for `n` keys without growing.
   void reserve(std::size_t n);
   // The item of `key`, added with `value` when there is none (fresh).
   // Valid until the next insert; its key may be replaced by an equal view.
-  Item& insert(std::string_view key, std::uint32_t value, bool& fresh);
+  // Keys are shorter than 4 GiB (longer: std::length_error).
+  Item& insert(std::string_view key, std::uint32_t value, bool& fresh) { return insert(key, hash(key), value, fresh); }
+  // The same with the key's hash given: a caller inserting many keys hashes
+  // them ahead and prefetches their slots, each a cache miss in a table of
+  // megabytes.
+  Item& insert(std::string_view key, std::uint32_t hash, std::uint32_t value, bool& fresh);
+  static std::uint32_t hash(std::string_view key) noexcept;
+  static constexpr std::size_t kPrefetchAhead = 8;  // inserts: enough to cover a miss
+  void prefetch(std::uint32_t hash) const noexcept {
+#if defined(__GNUC__)
+    if (!items_.empty()) __builtin_prefetch(&items_[hash & (items_.size() - 1)]);
+#else
+    (void)hash;
+#endif
+  }
   const Item* find(std::string_view key) const noexcept;
   std::size_t size() const noexcept { return size_; }
 
  private:
-  static std::uint32_t hash(std::string_view key) noexcept;
-  std::vector<Item> items_;  // a power of two; key.data() null: free
+  std::vector<Item> items_;  // a power of two
   std::size_t size_ = 0;
 };
 
@@ -77,12 +94,13 @@ class EntryTable {
   const std::vector<std::shared_ptr<const Entry>>& all() const;
 
  private:
+  // 40 bytes: a build of every layer writes one per entry to fresh memory.
   struct Slot {
     mutable std::shared_ptr<const Entry> entry;  // set once, under `once` when lazy
     const LazySnapshot* from = nullptr;  // lazy: decoded from here
-    std::size_t pos = 0;
+    std::uint32_t pos = 0;
     bool risk_check = false;
-    mutable std::string problem;
+    mutable std::unique_ptr<const std::string> problem;  // rare: only a damaged or refused entry has one
   };
   void decode(std::size_t i) const;
 

@@ -65,13 +65,32 @@ LiteralIndex::LiteralIndex(const std::vector<std::string>& keys, const GramWeigh
       }()) {}
 
 LiteralIndex::LiteralIndex(const std::vector<std::string_view>& keys, const std::vector<std::uint32_t>& anchors) {
-  std::size_t total = 0;
-  for (const std::string_view k : keys) total += k.size();
-  if (total >= std::numeric_limits<std::uint32_t>::max() || keys.size() >= std::numeric_limits<std::uint32_t>::max())
-    throw std::length_error("literal index: keys too large");
+  build(keys, anchors, true);
+}
+
+LiteralIndex LiteralIndex::viewing(const std::vector<std::string_view>& keys,
+                                   const std::vector<std::uint32_t>& anchors) {
+  LiteralIndex index;
+  index.build(keys, anchors, false);
+  return index;
+}
+
+void LiteralIndex::build(const std::vector<std::string_view>& keys, const std::vector<std::uint32_t>& anchors,
+                         bool copy) {
+  if (keys.size() >= std::numeric_limits<std::uint32_t>::max()) throw std::length_error("literal index: too many keys");
   if (anchors.size() != keys.size()) throw std::invalid_argument("literal index: one anchor per key expected");
-  key_bytes_.reserve(total);
-  key_begin_.reserve(keys.size() + 1);
+  keys_ = keys;
+  if (copy) {
+    std::size_t total = 0;
+    for (const std::string_view k : keys) total += k.size();
+    owned_.reset(new char[total + 1]);
+    char* at = owned_.get();
+    for (std::string_view& k : keys_) {
+      if (!k.empty()) std::memcpy(at, k.data(), k.size());
+      k = std::string_view(at, k.size());
+      at += k.size();
+    }
+  }
 
   for (std::size_t l = 0; l < 3; ++l) lanes_[l].width = kLanes[l].width, lanes_[l].stride = kLanes[l].stride;
   static_assert(kMainLaneKey == 8 + 4 - 1, "the main lane's shortest key");
@@ -80,8 +99,6 @@ LiteralIndex::LiteralIndex(const std::vector<std::string_view>& keys, const std:
   std::size_t per_lane[3] = {0, 0, 0};  // anchors
   for (std::size_t id = 0; id < keys.size(); ++id) {
     const std::string_view key = keys[id];
-    key_begin_.push_back(static_cast<std::uint32_t>(key_bytes_.size()));
-    key_bytes_ += key;
     const std::size_t l = lane_for(key.size());
     lane_of[id] = static_cast<std::uint8_t>(l);
     if (l == 3) {
@@ -89,12 +106,13 @@ LiteralIndex::LiteralIndex(const std::vector<std::string_view>& keys, const std:
       continue;
     }
     // `stride` consecutive windows from the anchor must fit in the key.
-    offset[id] = anchors[id] + lanes_[l].min_key() <= key.size() ? anchors[id] : 0;
+    offset[id] = anchors[id] + lanes_[l].min_key() <= key.size() && anchors[id] + lanes_[l].stride <= kMaxOffset
+                     ? anchors[id]
+                     : 0;
     per_lane[l] += lanes_[l].stride;
   }
-  key_begin_.push_back(static_cast<std::uint32_t>(key_bytes_.size()));
   for (std::size_t l = 0; l < 3; ++l)
-    if (per_lane[l] > 0) build_lane(l, per_lane[l], keys, lane_of, offset);
+    if (per_lane[l] > 0) build_lane(l, per_lane[l], keys_, lane_of, offset);
 }
 
 // Lane `l`'s postings, filter and table, from its `n` anchors.
@@ -133,17 +151,17 @@ void LiteralIndex::build_lane(std::size_t l, std::size_t n, const std::vector<st
       const std::string_view key = keys[id];
       const std::size_t o = offset[id];
       // The 8 bytes at the end of the key farther from the anchor.
-      std::uint64_t check = 0, check_mask = 0;
+      std::uint64_t check = 0;
       const std::size_t check_len = std::min<std::size_t>(key.size(), 8);
       const std::size_t anchor_middle = o + (width + stride - 1) / 2;
-      const std::size_t check_at = key.size() > 8 && 2 * anchor_middle < key.size() ? key.size() - 8 : 0;
+      const std::size_t check_at =
+          key.size() > 8 && 2 * anchor_middle < key.size() && key.size() - 8 <= kMaxCheckAt ? key.size() - 8 : 0;
       std::memcpy(&check, key.data() + check_at, check_len);
-      std::memset(&check_mask, 0xFF, check_len);
+      const auto check_where = static_cast<std::uint16_t>(check_at | check_len << 12);
       for (std::size_t j = 0; j < stride; ++j) {
         const std::uint64_t h = table_hash(gram_at(id, j));
         const std::uint32_t at = fill[h >> bucket_shift]++;
-        postings[at] = {static_cast<std::uint32_t>(id), static_cast<std::uint32_t>(o + j), check, check_mask,
-                        static_cast<std::uint32_t>(check_at)};
+        postings[at] = {check, static_cast<std::uint32_t>(id), static_cast<std::uint16_t>(o + j), check_where};
         hash[at] = h;
       }
     }
@@ -173,14 +191,13 @@ void LiteralIndex::build_lane(std::size_t l, std::size_t n, const std::vector<st
   const unsigned word_bits = std::clamp(log2_ceil(distinct * 16 / 64), 4u, 18u);
   lane.filter.assign(std::size_t{1} << word_bits, 0);
   lane.filter_shift = 64 - word_bits;
-  const unsigned table_bits = std::max(4u, log2_ceil(distinct * 2));
-  lane.table.assign(std::size_t{1} << table_bits, Slot{});
-  lane.table_shift = 64 - table_bits;
+  // Three fifths full: linear probing stays short.
+  const std::size_t table_size = std::max<std::size_t>(16, distinct * 5 / 3 + 1);
+  lane.table.assign(table_size, Slot{});
 
   // Linear probing filled in slot order: a gram goes to the first free slot
   // from its own, and every slot between them is taken (the run before it
   // ends at `next`). Those pushed past the end wrap round, placed last.
-  const std::size_t mask = lane.table.size() - 1;
   std::size_t next = 0;
   std::vector<Slot> wrapped;
   for (std::size_t i = 0; i < n;) {
@@ -191,8 +208,8 @@ void LiteralIndex::build_lane(std::size_t l, std::size_t n, const std::vector<st
     const std::uint64_t f = filter_hash(gram);
     lane.filter[f >> lane.filter_shift] |= filter_mask(f);
     const Slot slot{gram, begin, static_cast<std::uint32_t>(i)};
-    const std::size_t s = std::max<std::size_t>(h >> lane.table_shift, next);
-    if (s > mask) {
+    const std::size_t s = std::max<std::size_t>(slot_of(h, table_size), next);
+    if (s >= table_size) {
       wrapped.push_back(slot);
       continue;
     }
@@ -201,13 +218,15 @@ void LiteralIndex::build_lane(std::size_t l, std::size_t n, const std::vector<st
   }
   for (const Slot& slot : wrapped) {
     std::size_t s = 0;
-    while (lane.table[s].end != lane.table[s].begin) s = (s + 1) & mask;
+    while (lane.table[s].end != lane.table[s].begin) s = s + 1 == table_size ? 0 : s + 1;
     lane.table[s] = slot;
   }
 }
 
 std::size_t LiteralIndex::memory_bytes() const noexcept {
-  std::size_t bytes = key_bytes_.capacity() + key_begin_.capacity() * sizeof(std::uint32_t);
+  std::size_t bytes = keys_.capacity() * sizeof(std::string_view);
+  if (owned_)
+    for (const std::string_view k : keys_) bytes += k.size();
   for (const Lane& l : lanes_)
     bytes += l.filter.capacity() * sizeof(std::uint64_t) + l.table.capacity() * sizeof(Slot) +
              l.postings.capacity() * sizeof(Posting);

@@ -31,6 +31,7 @@
 #include <cstdint>
 #include <cstring>
 #include <functional>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -55,6 +56,9 @@ class LiteralIndex {
   // windows. Any offset finds every occurrence; an offset past the key's
   // last usable window is taken as 0.
   LiteralIndex(const std::vector<std::string_view>& keys, const std::vector<std::uint32_t>& anchors);
+  // The same, viewing the keys' bytes rather than copying them: they must
+  // outlive the index (a catalog's keys are megabytes its layers hold anyway).
+  static LiteralIndex viewing(const std::vector<std::string_view>& keys, const std::vector<std::uint32_t>& anchors);
   LiteralIndex(const std::vector<std::string>& keys, const std::vector<std::uint32_t>& anchors)
       : LiteralIndex(std::vector<std::string_view>(keys.begin(), keys.end()), anchors) {}
 
@@ -71,10 +75,8 @@ class LiteralIndex {
   void scan(std::string_view text, OnHit&& on_hit) const;
 
   const std::vector<std::size_t>& unindexed() const noexcept { return unindexed_; }
-  std::size_t key_count() const noexcept { return key_begin_.empty() ? 0 : key_begin_.size() - 1; }
-  std::string_view key(std::size_t id) const noexcept {
-    return std::string_view(key_bytes_).substr(key_begin_[id], key_begin_[id + 1] - key_begin_[id]);
-  }
+  std::size_t key_count() const noexcept { return keys_.size(); }
+  std::string_view key(std::size_t id) const noexcept { return keys_[id]; }
   std::size_t memory_bytes() const noexcept;
 
   // The `width` (4 or 8) bytes at p, as a number.
@@ -90,18 +92,24 @@ class LiteralIndex {
   }
 
  private:
+  // 16 bytes: the postings are most of the index's memory, and a catalog
+  // load writes them all to fresh pages.
   struct Posting {
-    std::uint32_t key;
-    std::uint32_t offset;  // of the anchor inside the key
-    // Eight bytes of the key (all of a shorter one, `check_mask` saying which
-    // count) at `check_at`, away from the anchor: keys sharing an anchor
-    // mostly share the text around it (" for kv_len", " for kv_lora") and
-    // differ further off, so one compare rejects them without touching the
-    // key bytes.
+    // Eight bytes of the key (all of a shorter one) at check_at(), away from
+    // the anchor: keys sharing an anchor mostly share the text around it
+    // (" for kv_len", " for kv_lora") and differ further off, so one compare
+    // rejects them without touching the key bytes.
     std::uint64_t check;
-    std::uint64_t check_mask;
-    std::uint32_t check_at;
+    std::uint32_t key;
+    std::uint16_t offset;  // of the anchor inside the key
+    std::uint16_t check_where;  // check_at in the low 12 bits, the bytes checked (4-8) above
+
+    std::size_t check_at() const noexcept { return check_where & 0xFFF; }
+    std::uint64_t check_mask() const noexcept { return ~0ull >> (64 - 8 * (check_where >> 12)); }
   };
+  static_assert(sizeof(Posting) == 16, "four postings a cache line");
+  static constexpr std::size_t kMaxOffset = 0xFFFF;  // of an anchor; one farther in is anchored at 0
+  static constexpr std::size_t kMaxCheckAt = 0xFFF;  // a key longer is checked at its start
   struct Slot {
     std::uint64_t gram = 0;
     std::uint32_t begin = 0;  // postings[begin, end)
@@ -113,15 +121,18 @@ class LiteralIndex {
     std::size_t stride = 1;
     unsigned filter_shift = 64;  // 64 - log2(filter words)
     std::vector<std::uint64_t> filter;  // blocked Bloom filter of the anchors
-    unsigned table_shift = 64;
-    std::vector<Slot> table;  // open addressing by anchor
+    // Open addressing by anchor, any size: a hash goes to slot
+    // hash * size / 2^64, so the table is sized to its load, not to a power
+    // of two (which left it a quarter full at some sizes, megabytes of fresh
+    // memory a load wrote).
+    std::vector<Slot> table;
     std::vector<Posting> postings;
 
     std::size_t min_key() const noexcept { return width + stride - 1; }
     bool empty() const noexcept { return postings.empty(); }
     const Slot* find(std::uint64_t gram) const noexcept {
-      const std::size_t mask = table.size() - 1;
-      for (std::size_t s = table_hash(gram) >> table_shift;; s = (s + 1) & mask) {
+      const std::size_t size = table.size();
+      for (std::size_t s = slot_of(table_hash(gram), size);; s = s + 1 == size ? 0 : s + 1) {
         const Slot& slot = table[s];
         if (slot.end == slot.begin) return nullptr;
         if (slot.gram == gram) return &slot;
@@ -136,6 +147,10 @@ class LiteralIndex {
   // 1% false positives at 16 bits per anchor (a single bit would give 6%).
   static std::uint64_t filter_mask(std::uint64_t h) noexcept {
     return (1ull << ((h >> 20) & 63)) | (1ull << ((h >> 26) & 63)) | (1ull << ((h >> 32) & 63));
+  }
+  static std::size_t slot_of(std::uint64_t hash, std::size_t size) noexcept {
+    __extension__ using u128 = unsigned __int128;  // GCC and Clang, on every 64-bit target
+    return static_cast<std::size_t>((static_cast<u128>(hash) * size) >> 64);
   }
   static constexpr std::uint64_t kTableMul = 0xD6E8FEB86659FD93ull;
   static std::uint64_t table_hash(std::uint64_t gram) noexcept { return (gram ^ (gram >> 31)) * kTableMul; }
@@ -162,8 +177,10 @@ class LiteralIndex {
   template <std::size_t Width, class OnHit>
   void scan_lane(const Lane& lane, std::string_view text, OnHit& on_hit) const;
 
-  std::string key_bytes_;  // all keys, concatenated
-  std::vector<std::uint32_t> key_begin_;  // key k is key_bytes_[key_begin_[k], key_begin_[k+1])
+  void build(const std::vector<std::string_view>& keys, const std::vector<std::uint32_t>& anchors, bool copy);
+
+  std::unique_ptr<char[]> owned_;  // the keys' bytes, unless the caller keeps them (viewing)
+  std::vector<std::string_view> keys_;
   std::vector<std::size_t> unindexed_;
   Lane lanes_[3];  // 8-byte windows stride 4; 4-byte stride 4; 4-byte stride 1
 };
@@ -192,7 +209,7 @@ void LiteralIndex::scan_lane(const Lane& lane, std::string_view text, OnHit& on_
       const std::uint64_t h = filter_hash(gram);
       const std::uint64_t mask = filter_mask(h);
       if ((filter[h >> shift] & mask) != mask) continue;
-      prefetch(&lane.table[table_hash(gram) >> lane.table_shift]);
+      prefetch(&lane.table[slot_of(table_hash(gram), lane.table.size())]);
       at[count] = i;
       grams[count++] = gram;
     }
@@ -208,12 +225,11 @@ void LiteralIndex::scan_lane(const Lane& lane, std::string_view text, OnHit& on_
         const Posting& p = lane.postings[k];
         if (pos < p.offset) continue;
         const std::size_t start = pos - p.offset;
-        if (start + p.check_at + 8 <= n && (load_gram(data + start + p.check_at, 8) & p.check_mask) != p.check)
+        if (start + p.check_at() + 8 <= n && (load_gram(data + start + p.check_at(), 8) & p.check_mask()) != p.check)
           continue;
-        const std::uint32_t kb = key_begin_[p.key];
-        const std::size_t len = key_begin_[p.key + 1] - kb;
-        if (start + len > n) continue;
-        if (std::memcmp(data + start, key_bytes_.data() + kb, len) == 0) on_hit(static_cast<std::size_t>(p.key), start);
+        const std::string_view key = keys_[p.key];
+        if (start + key.size() > n) continue;
+        if (std::memcmp(data + start, key.data(), key.size()) == 0) on_hit(static_cast<std::size_t>(p.key), start);
       }
     }
   }

@@ -226,25 +226,30 @@ MatchPlan plan_matching(const std::vector<std::shared_ptr<const Entry>>& entries
   plan.items.resize(entries.size());
   for (std::size_t i = 0; i < entries.size(); ++i) {
     MatchPlan::Item& item = plan.items[i];
-    item.key = std::move(choice.keys[i]);
+    const EntryKey& k = choice.keys[i];
+    item.key = {k.text, k.max_offset, k.single_line_prefix, k.line_local, k.also};
     item.anchor = LiteralIndex::anchor_offset(item.key.text, weight);
     item.also_anchor = LiteralIndex::anchor_offset(item.key.also, weight);
     item.specificity = literal_length(entries[i]->pattern);
   }
+  plan.hold_keys();  // before `choice`, which the keys view, is gone
   return plan;
 }
 
 Matcher::Matcher(EntryTable entries, std::vector<Problem>& problems, MatchPlan plan)
     : table_(std::move(entries)), slots_(new Slot[table_.size()]) {
   if (plan.items.size() != table_.size()) plan = plan_matching(table_.all());
+  if (!plan.bytes) plan.hold_keys();  // a plan viewing bytes of its caller's
+  key_bytes_.push_back(plan.bytes);
   std::vector<const MatchPlan::Item*> items;
   items.reserve(plan.items.size());
   for (const MatchPlan::Item& item : plan.items) items.push_back(&item);
   init(problems, items);
 }
 
-Matcher::Matcher(EntryTable entries, std::vector<Problem>& problems, const std::vector<const MatchPlan::Item*>& plan)
-    : table_(std::move(entries)), slots_(new Slot[table_.size()]) {
+Matcher::Matcher(EntryTable entries, std::vector<Problem>& problems, const std::vector<const MatchPlan::Item*>& plan,
+                 std::vector<std::shared_ptr<const char[]>> key_bytes)
+    : table_(std::move(entries)), slots_(new Slot[table_.size()]), key_bytes_(std::move(key_bytes)) {
   if (plan.size() != table_.size()) throw std::invalid_argument("matcher: one plan item per entry expected");
   init(problems, plan);
 }
@@ -276,16 +281,16 @@ void Matcher::init(std::vector<Problem>& problems, const std::vector<const Match
   }
 
   // Entries sharing a literal share one key in the index.
-  std::vector<std::string_view> keys;  // views into `plan`, alive to the end
+  std::vector<std::string_view> keys;  // views into the plan's keys, which the matcher keeps
   std::vector<std::uint32_t> anchors;
   std::vector<std::uint32_t> key_of(n, kNoKey);
   keys.reserve(n);
   anchors.reserve(n);
   ViewMap key_ids;
   key_ids.reserve(n);
-  auto key_id = [&](const std::string& text, std::uint32_t anchor) {
+  auto key_id = [&](std::string_view text, std::uint32_t hash, std::uint32_t anchor) {
     bool fresh = false;
-    const std::uint32_t id = key_ids.insert(text, static_cast<std::uint32_t>(keys.size()), fresh).value;
+    const std::uint32_t id = key_ids.insert(text, hash, static_cast<std::uint32_t>(keys.size()), fresh).value;
     if (fresh) keys.push_back(text), anchors.push_back(anchor);
     return id;
   };
@@ -295,12 +300,15 @@ void Matcher::init(std::vector<Problem>& problems, const std::vector<const Match
     for (std::size_t i = 0; i < n; ++i) total += plan[i]->key.also.size();
     also_bytes_.reserve(total);
   }
+  std::vector<std::uint32_t> text_hash(n);  // worked out ahead to prefetch each key's slot
+  for (std::size_t i = 0; i < n; ++i) text_hash[i] = ViewMap::hash(plan[i]->key.text);
   for (std::size_t i = 0; i < n; ++i) {
-    const EntryKey& k = plan[i]->key;
+    if (i + ViewMap::kPrefetchAhead < n) key_ids.prefetch(text_hash[i + ViewMap::kPrefetchAhead]);
+    const MatchPlan::Key& k = plan[i]->key;
     also_begin_.push_back(static_cast<std::uint32_t>(also_bytes_.size()));
     also_bytes_ += k.also;
     if (k.text.empty()) continue;
-    key_of[i] = key_id(k.text, plan[i]->anchor);
+    key_of[i] = key_id(k.text, text_hash[i], plan[i]->anchor);
     slots_[i].max_offset = k.max_offset;
     slots_[i].single_line = k.single_line_prefix;
     slots_[i].line_local = k.line_local;
@@ -315,12 +323,12 @@ void Matcher::init(std::vector<Problem>& problems, const std::vector<const Match
     if (key_of[i] != kNoKey) ++group_size[key_of[i]];
   std::vector<std::uint32_t> also_of(n, kNoKey);
   for (std::size_t i = 0; i < n; ++i) {
-    const std::string& also = plan[i]->key.also;
+    const std::string_view also = plan[i]->key.also;
     if (key_of[i] != kNoKey && group_size[key_of[i]] >= kCrowdedGroup && also.size() >= LiteralIndex::kMainLaneKey)
-      also_of[i] = key_id(also, plan[i]->also_anchor);
+      also_of[i] = key_id(also, ViewMap::hash(also), plan[i]->also_anchor);
   }
   key_ids = {};
-  index_ = LiteralIndex(keys, anchors);
+  index_ = LiteralIndex::viewing(keys, anchors);
 
   // Keys the index cannot hold (shorter than its anchor): their entries are
   // checked on every segment, like those without a literal; a second

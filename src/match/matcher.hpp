@@ -46,9 +46,13 @@ class Matcher {
   // compile on first use. `plan` is plan_matching(entries), worked out here
   // unless given (one item per entry).
   Matcher(EntryTable entries, std::vector<Problem>& problems, MatchPlan plan = {});
-  // The same with entry i's plan item at plan[i], read here only: a
-  // catalog of layers points at each layer's own plan, not a copy of all.
-  Matcher(EntryTable entries, std::vector<Problem>& problems, const std::vector<const MatchPlan::Item*>& plan);
+  // The same with entry i's plan item at plan[i]: a catalog of layers
+  // points at each layer's own plan, not a copy of all. The index views the
+  // items' keys, so the matcher keeps what they view: `key_bytes` (their
+  // plans' MatchPlan::bytes), or else the snapshots its lazy entries are
+  // read from, which the table keeps.
+  Matcher(EntryTable entries, std::vector<Problem>& problems, const std::vector<const MatchPlan::Item*>& plan,
+          std::vector<std::shared_ptr<const char[]>> key_bytes);
   Matcher(std::vector<std::shared_ptr<const Entry>> entries, std::vector<Problem>& problems, MatchPlan plan = {})
       : Matcher(EntryTable(std::move(entries)), problems, std::move(plan)) {}
   ~Matcher();
@@ -150,6 +154,7 @@ class Matcher {
 
   EntryTable table_;
   std::unique_ptr<Slot[]> slots_;
+  std::vector<std::shared_ptr<const char[]>> key_bytes_;  // what index_ views, beside table_'s snapshots
   LiteralIndex index_;
   std::vector<std::uint32_t> key_entry_begin_;  // entries of key k: key_entries_[begin[k], begin[k+1])
   std::vector<Member> key_entries_;  // by second literal within a group

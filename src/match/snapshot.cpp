@@ -4,6 +4,7 @@
 #include <cerrno>
 #include <climits>
 #include <cstdint>
+#include <cstring>
 #include <optional>
 #include <utility>
 
@@ -35,6 +36,26 @@ constexpr std::uint32_t kFormat = 8;
 constexpr std::uint8_t kEagerFlag = 1;  // the entry has a raw pattern or `unless` list: it compiles when built
 constexpr std::string_view kMagic = "errshim catalog snapshot\n";
 
+// Little-endian numbers of 8 and 4 bytes at `p`, whatever the platform, in
+// one load each (GCC 12 kept the byte-by-byte form as a load and a shift
+// per byte, in the checksum's inner loop too).
+std::uint64_t load_le64(const char* p) noexcept {
+  std::uint64_t v;
+  std::memcpy(&v, p, 8);
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+  v = __builtin_bswap64(v);
+#endif
+  return v;
+}
+std::uint32_t load_le32(const char* p) noexcept {
+  std::uint32_t v;
+  std::memcpy(&v, p, 4);
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+  v = __builtin_bswap32(v);
+#endif
+  return v;
+}
+
 // A 64-bit checksum of the bytes before it, last in the file: a damaged
 // snapshot, a key of the match plan included, must be refused, not read as
 // a catalog that silently misses matches. Eight bytes per step in four
@@ -44,11 +65,7 @@ constexpr std::string_view kMagic = "errshim catalog snapshot\n";
 // in: a changed word always changes the sum.
 std::uint64_t checksum(std::string_view bytes) {
   constexpr std::uint64_t kMul = 0x9E3779B97F4A7C15ull;
-  const auto word = [&](std::size_t at) {
-    std::uint64_t w = 0;  // little-endian whatever the platform
-    for (int b = 0; b < 8; ++b) w |= std::uint64_t{static_cast<std::uint8_t>(bytes[at + b])} << (8 * b);
-    return w;
-  };
+  const auto word = [&](std::size_t at) { return load_le64(bytes.data() + at); };
   const auto step = [](std::uint64_t h, std::uint64_t w) {
     h = (h ^ w) * kMul;
     return h ^ (h >> 29);
@@ -233,14 +250,14 @@ class Reader {
   }
   std::uint32_t u32() {
     need(4, "a count");
-    std::uint32_t v = 0;
-    for (int i = 0; i < 4; ++i) v |= std::uint32_t{static_cast<std::uint8_t>(in_[pos_++])} << (8 * i);
+    const std::uint32_t v = load_le32(in_.data() + pos_);
+    pos_ += 4;
     return v;
   }
   std::int64_t i64() {
     need(8, "a number");
-    std::uint64_t v = 0;
-    for (int i = 0; i < 8; ++i) v |= std::uint64_t{static_cast<std::uint8_t>(in_[pos_++])} << (8 * i);
+    const std::uint64_t v = load_le64(in_.data() + pos_);
+    pos_ += 8;
     return static_cast<std::int64_t>(v);
   }
   int int32() {
@@ -324,13 +341,13 @@ class Reader {
   void entry(Entry& e);
   MatchPlan::Item plan_item() {
     MatchPlan::Item item;
-    item.key.text = str();
+    item.key.text = view();
     item.key.max_offset = static_cast<std::size_t>(i64());
     const std::uint8_t flags = u8();
     if (flags > 3) fail(pos_ - 1, "unknown match plan flags");
     item.key.single_line_prefix = (flags & 1) != 0;
     item.key.line_local = (flags & 2) != 0;
-    item.key.also = str();
+    item.key.also = view();
     item.anchor = u32();
     item.also_anchor = u32();
     item.specificity = static_cast<std::size_t>(i64());
@@ -632,6 +649,7 @@ Snapshot read_snapshot(std::string_view bytes, const std::string& name, std::vec
       out.entries.push_back(read_record(bytes.substr(at, item.size), at, item.id, item.specificity));
     }
     out.plan = std::move(index.plan);
+    out.plan.hold_keys();  // they view `bytes`, which the caller keeps or not
   } catch (const Damaged& d) {
     problems.push_back(file_problem(name, damaged_text(d)));
     out = {};
@@ -703,16 +721,7 @@ std::shared_ptr<LazySnapshot> LazySnapshot::open(const std::filesystem::path& pa
       throw Damaged{prefix.size - kMagic.size(), "cut short while reading the index"};
     std::shared_ptr<LazySnapshot> out = finish(read_index(prefix.view(), records, size, true), name);
     out->fd_ = fd;
-    // The ids, copied into one string they view: a string each was a
-    // tenth of the load, and the index's bytes are mostly plan, used once.
-    std::size_t total = 0;
-    for (const Item& item : out->items_) total += item.id.size();
-    out->ids_.reserve(total);
-    for (Item& item : out->items_) {
-      const std::size_t at = out->ids_.size();
-      out->ids_ += item.id;
-      item.id = std::string_view(out->ids_).substr(at, item.id.size());
-    }
+    out->index_ = std::move(prefix);  // what the ids and the plan's keys view
     return out;
   } catch (const Damaged& d) {
     ::close(fd);

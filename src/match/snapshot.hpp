@@ -84,7 +84,8 @@ class LazySnapshot {
   // The entry has a raw pattern or `unless` regexes, which compile when the
   // catalog is built: it is decoded then.
   bool eager(std::size_t i) const noexcept;
-  // One item per entry; the catalog being built moves it out.
+  // One item per entry, its keys viewing this snapshot's index: the catalog
+  // being built moves it out, and keeps the snapshot while it reads it.
   MatchPlan& plan() noexcept { return plan_; }
   std::uint64_t source() const noexcept { return source_; }
   const std::string& name() const noexcept { return name_; }
@@ -95,7 +96,7 @@ class LazySnapshot {
 
   // What the index says of one entry.
   struct Item {
-    std::string_view id;  // into ids_, or bytes_
+    std::string_view id;  // into index_, or bytes_
     std::size_t offset = 0, size = 0;  // of its record, from the first record
     std::uint64_t sum = 0;
     std::size_t specificity = 0;  // the plan's, checked against the pattern when decoded
@@ -113,7 +114,7 @@ class LazySnapshot {
   static std::shared_ptr<LazySnapshot> finish(SnapshotIndex index, std::string name);
   std::string_view bytes_;  // the whole snapshot, when read from memory
   int fd_ = -1;  // else the file
-  std::string ids_;  // every id, when read from the file
+  Buffer index_;  // the index, when read from the file
   std::size_t records_ = 0;
   std::vector<Item> items_;
   MatchPlan plan_;
