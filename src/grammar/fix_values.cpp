@@ -211,14 +211,37 @@ std::vector<CaptureUse> capture_uses(const Value& value) {
   return uses;
 }
 
+namespace {
+// Where "<lead><name><close>" first occurs in `pattern` from `from` (npos:
+// nowhere); the pieces are matched in place, no string is built per call.
+std::size_t find_group_open(std::string_view pattern, std::string_view lead, std::string_view name, char close,
+                            std::size_t from) {
+  for (std::size_t at = pattern.find(lead, from); at != std::string_view::npos; at = pattern.find(lead, at + 1)) {
+    const std::string_view rest = pattern.substr(at + lead.size());
+    if (rest.size() > name.size() && rest.compare(0, name.size(), name) == 0 && rest[name.size()] == close) return at;
+  }
+  return std::string_view::npos;
+}
+}  // namespace
+
 std::optional<std::string> capture_body(std::string_view pattern, std::string_view name) {
-  for (const std::string& open :
-       {fmt::format("(?<{}>", name), fmt::format("(?P<{}>", name), fmt::format("(?'{}'", name)}) {
-    std::size_t at = pattern.find(open);
+  const std::optional<std::string_view> body = capture_body_view(pattern, name);
+  if (!body) return std::nullopt;
+  return std::string(*body);
+}
+
+std::optional<std::string_view> capture_body_view(std::string_view pattern, std::string_view name) {
+  struct Form {
+    std::string_view lead;
+    char close;
+  };
+  for (const Form form : {Form{"(?<", '>'}, Form{"(?P<", '>'}, Form{"(?'", '\''}}) {
+    std::size_t at = find_group_open(pattern, form.lead, name, form.close, 0);
     // Skip "\(?<name>": an escaped parenthesis opens no group.
-    while (at != std::string_view::npos && at > 0 && pattern[at - 1] == '\\') at = pattern.find(open, at + 1);
+    while (at != std::string_view::npos && at > 0 && pattern[at - 1] == '\\')
+      at = find_group_open(pattern, form.lead, name, form.close, at + 1);
     if (at == std::string_view::npos) continue;
-    const std::size_t begin = at + open.size();
+    const std::size_t begin = at + form.lead.size() + name.size() + 1;
     int depth = 1;
     bool in_class = false;
     for (std::size_t i = begin; i < pattern.size(); ++i) {
@@ -233,7 +256,7 @@ std::optional<std::string> capture_body(std::string_view pattern, std::string_vi
       } else if (c == '(') {
         ++depth;
       } else if (c == ')' && --depth == 0) {
-        return std::string(pattern.substr(begin, i - begin));
+        return pattern.substr(begin, i - begin);
       }
     }
     return std::nullopt;

@@ -41,7 +41,10 @@ std::vector<ValuePiece> parse_fix_value(std::string_view text);
 // The capture references of `value` (none for a value that is not a string).
 std::vector<CaptureUse> capture_uses(const Value& value);
 
-// The regex of named group `name` in `pattern` ("(?<name>BODY)"), if any.
+// The regex of named group `name` in `pattern` ("(?<name>BODY)"), if any,
+// as a view into `pattern` (the matcher asks for each capture of each
+// winner) or as a string.
+std::optional<std::string_view> capture_body_view(std::string_view pattern, std::string_view name);
 std::optional<std::string> capture_body(std::string_view pattern, std::string_view name);
 
 // Why `body` (a capture's regex) could match text no config key should

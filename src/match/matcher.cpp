@@ -713,7 +713,7 @@ bool free_text_body(std::string_view body) {
 }  // namespace
 
 bool free_text_capture(const Entry& e, std::string_view name) {
-  const std::optional<std::string> re = capture_body(e.pattern, name);
+  const std::optional<std::string_view> re = capture_body_view(e.pattern, name);
   return re && free_text_body(*re);
 }
 
