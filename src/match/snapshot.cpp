@@ -39,19 +39,16 @@ constexpr std::string_view kMagic = "errshim catalog snapshot\n";
 // Little-endian numbers of 8 and 4 bytes at `p`, whatever the platform, in
 // one load each (GCC 12 kept the byte-by-byte form as a load and a shift
 // per byte, in the checksum's inner loop too).
-std::uint64_t load_le64(const char* p) noexcept {
-  std::uint64_t v;
-  std::memcpy(&v, p, 8);
+template <class T>
+T load_le(const char* p) noexcept {
+  static_assert(sizeof(T) == 4 || sizeof(T) == 8, "a 32- or 64-bit number");
+  T v;
+  std::memcpy(&v, p, sizeof v);
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
-  v = __builtin_bswap64(v);
-#endif
-  return v;
-}
-std::uint32_t load_le32(const char* p) noexcept {
-  std::uint32_t v;
-  std::memcpy(&v, p, 4);
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
-  v = __builtin_bswap32(v);
+  if constexpr (sizeof(T) == 8)
+    v = __builtin_bswap64(v);
+  else
+    v = __builtin_bswap32(v);
 #endif
   return v;
 }
@@ -65,7 +62,7 @@ std::uint32_t load_le32(const char* p) noexcept {
 // in: a changed word always changes the sum.
 std::uint64_t checksum(std::string_view bytes) {
   constexpr std::uint64_t kMul = 0x9E3779B97F4A7C15ull;
-  const auto word = [&](std::size_t at) { return load_le64(bytes.data() + at); };
+  const auto word = [&](std::size_t at) { return load_le<std::uint64_t>(bytes.data() + at); };
   const auto step = [](std::uint64_t h, std::uint64_t w) {
     h = (h ^ w) * kMul;
     return h ^ (h >> 29);
@@ -250,13 +247,13 @@ class Reader {
   }
   std::uint32_t u32() {
     need(4, "a count");
-    const std::uint32_t v = load_le32(in_.data() + pos_);
+    const std::uint32_t v = load_le<std::uint32_t>(in_.data() + pos_);
     pos_ += 4;
     return v;
   }
   std::int64_t i64() {
     need(8, "a number");
-    const std::uint64_t v = load_le64(in_.data() + pos_);
+    const std::uint64_t v = load_le<std::uint64_t>(in_.data() + pos_);
     pos_ += 8;
     return static_cast<std::int64_t>(v);
   }
