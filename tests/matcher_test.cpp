@@ -195,14 +195,20 @@ TEST(Matcher, APlanViewingItsCallersBytesOutlivesThem) {
                                           entry_yaml("lib.b", "kv cache of {} layers is full")));
   std::vector<std::shared_ptr<const Entry>> entries(cat->entries().begin(), cat->entries().end());
   detail::MatchPlan plan = detail::plan_matching(entries);
+  // Every view a key holds (its text and its second literal) moves to the
+  // caller's bytes before the plan's own block goes.
   auto caller = std::make_unique<std::string>();
-  for (const detail::MatchPlan::Item& item : plan.items) *caller += std::string(item.key.text) + "|";
+  for (const detail::MatchPlan::Item& item : plan.items)
+    *caller += std::string(item.key.text) + "|" + std::string(item.key.also) + "|";
   std::size_t at = 0;
   for (detail::MatchPlan::Item& item : plan.items) {
     ASSERT_FALSE(item.key.text.empty());
-    item.key.text = std::string_view(*caller).substr(at, item.key.text.size());
-    at += item.key.text.size() + 1;
+    for (std::string_view* s : {&item.key.text, &item.key.also}) {
+      *s = std::string_view(*caller).substr(at, s->size());
+      at += s->size() + 1;
+    }
   }
+  ASSERT_EQ(at, caller->size());
   plan.bytes = nullptr;
   std::vector<Problem> problems;
   const detail::Matcher m(entries, problems, plan);
