@@ -976,15 +976,6 @@ struct Part {
   const char* end = nullptr;
   bool final = false;
   unsigned owner = 0;  // the worker that scanned it
-  // For the scan coming from the part before: begin..end are the part's
-  // first lines, copied into `head` (its worker read the part into its own
-  // buffer), and rest_begin..rest_end the others, in the mapping. A part
-  // with a line too long for that buffer across a split was scanned in the
-  // mapping, and begin..end are all of it there (`mapped`).
-  std::string head;
-  const char* rest_begin = nullptr;
-  const char* rest_end = nullptr;
-  bool mapped = false;
   std::unique_ptr<Driver> driver;
   struct Found {
     ScanBlock block;  // without file, diagnosis and problems
@@ -1045,7 +1036,7 @@ std::uint64_t first_quiet(const std::vector<std::pair<std::uint64_t, std::uint64
 // are the same as a continued scan's, and its scanner goes on. With an
 // output, the blocks handed out for a part are rendered by a worker (a
 // unit), and this thread writes the units in order.
-ScanStats scan_mapped_parallel(Mapping& map, int fd, std::size_t size, unsigned threads, std::size_t part_bytes,
+ScanStats scan_mapped_parallel(Mapping& map, std::size_t size, unsigned threads, std::size_t part_bytes,
                                const std::string& path, const Catalog& catalog, const Target& target,
                                const ScanOptions& options) {
   ScanStats stats;
@@ -1078,60 +1069,11 @@ ScanStats scan_mapped_parallel(Mapping& map, int fd, std::size_t size, unsigned 
   // freed by another thread contend for the allocator's locks.
   std::vector<std::deque<Unit*>> to_render(threads);
   std::vector<std::string> spare;  // written units' buffers, reused: no regrowing, no fresh pages
-  // Each worker reads its parts with pread() into a buffer of its own:
-  // reading a mapping from several threads costs page faults on one shared
-  // mapping and, to keep resident memory bounded, giving pages back, each
-  // time with a TLB flush on every core. The mapping is read only for the
-  // parts' heads the scans coming from the parts before go on into (usually
-  // a few lines), and for a line too long for the buffer across a split.
-  // (Tests' small parts get small room and heads.)
-  const std::size_t slack = std::clamp<std::size_t>(part_bytes, 256, 64u << 10);
-  const std::size_t head_max = std::clamp<std::size_t>(part_bytes / 4, 16, 64u << 10);
-  // Reads part i into `buf` and scans it into `part`: [first line start at
-  // or after i * part_bytes, first line start at or after (i + 1) *
-  // part_bytes). False when one of the two is not within the bytes read.
-  const auto read_part = [&](Part& part, std::size_t i,
-                             char* buf) -> std::optional<std::pair<const char*, const char*>> {
-    const std::size_t at = i * part_bytes;
-    const std::size_t want = std::min(size - at, part_bytes + slack);
-    std::size_t got = 0;
-    while (got < want) {
-      const ssize_t r = ::pread(fd, buf + got, want - got, static_cast<off_t>(at + got));
-      if (r < 0 && errno == EINTR) continue;
-      if (r < 0) cannot_read(path, errno);
-      if (r == 0) break;  // the file got shorter: its end is here
-      got += static_cast<std::size_t>(r);
-    }
-    const bool to_eof = at + got >= size || got < want;
-    const auto line_start = [&](std::size_t from) -> const char* {  // from: offset into buf
-      if (from < got) {
-        const void* nl = std::memchr(buf + from, '\n', got - from);
-        if (nl != nullptr) return static_cast<const char*>(nl) + 1;
-      }
-      return to_eof ? buf + got : nullptr;
-    };
-    const char* b = i == 0 ? buf : line_start(0);
-    const char* e = line_start(std::min(got, part_bytes));
-    if (b == nullptr || e == nullptr) return std::nullopt;
-    e = std::max(b, e);
-    part.final = e == buf + got && to_eof;
-    return std::make_pair(b, e);
-  };
-  // Keeps the first lines of [b, e) (read at file offset `off`) in
-  // part.head, the rest as a range of the mapping.
-  const auto keep_head = [&](Part& part, const char* b, const char* e, std::size_t off) {
-    const char* h = e;
-    if (static_cast<std::size_t>(e - b) > head_max) {
-      const void* nl = last_newline(b, head_max);
-      h = nl != nullptr ? static_cast<const char*>(nl) + 1 : b;
-    }
-    part.head.assign(b, h);
-    part.begin = part.head.data();
-    part.end = part.begin + part.head.size();
-    part.rest_begin = base + off + (h - b);
-    part.rest_end = base + off + (e - b);
-  };
-
+  // Workers scan their parts in the mapping, as the serial scan does. They
+  // once read them with pread() into buffers of their own, to spare the
+  // shared mapping its page faults and the TLB flushes of giving pages
+  // back; but the copy cost each worker about as much as the scan itself,
+  // and two workers gained little over one (bench/README.md, "Scan").
   const auto render = [&](Unit& u) {
     try {
       for (const ScanBlock& b : u.blocks) target.output->render(b, u.bytes);
@@ -1156,7 +1098,6 @@ ScanStats scan_mapped_parallel(Mapping& map, int fd, std::size_t size, unsigned 
 
   const auto work = [&](unsigned me) {
     MatchCache cache(options);
-    std::unique_ptr<char[]> buffer;
     std::deque<Unit*>& mine = to_render[me];
     for (;;) {
       std::size_t i = 0;
@@ -1179,17 +1120,9 @@ ScanStats scan_mapped_parallel(Mapping& map, int fd, std::size_t size, unsigned 
       Part& part = parts[i];
       part.owner = me;
       try {
-        if (!buffer) buffer.reset(new char[part_bytes + slack]);
-        const char* b = nullptr;
-        const char* e = nullptr;
-        if (const auto read = read_part(part, i, buffer.get())) {
-          std::tie(b, e) = *read;
-        } else {
-          part.mapped = true;
-          part.begin = b = line_start_from(i * part_bytes);
-          part.end = e = std::max(b, line_start_from((i + 1) * part_bytes));
-          part.final = e == base + size;  // a last line without a newline is this part's
-        }
+        const char* const b = part.begin = line_start_from(i * part_bytes);
+        const char* const e = part.end = std::max(b, line_start_from((i + 1) * part_bytes));
+        part.final = e == base + size;  // a last line without a newline is this part's
         auto driver = std::make_unique<Driver>(path, catalog, options, nullptr);
         Driver* d = driver.get();
         driver->set_sink([&part, d](ScanBlock& b) {
@@ -1202,13 +1135,9 @@ ScanStats scan_mapped_parallel(Mapping& map, int fd, std::size_t size, unsigned 
         driver->end_region();
         part.lines = driver->lines();
         part.driver = std::move(driver);
-        if (part.mapped) {
-          // Done with but the part's head, which the scan coming from the
-          // part before reads again (a page given back is read back).
-          map.release(part.begin + (64u << 10), part.end);
-        } else {
-          keep_head(part, b, e, i * part_bytes + static_cast<std::size_t>(b - buffer.get()));
-        }
+        // Done with but the part's head, which the scan coming from the part
+        // before reads again (a page given back is read back).
+        map.release(part.begin + (64u << 10), part.end);
       } catch (...) {
         part.error = std::current_exception();
       }
@@ -1283,7 +1212,6 @@ ScanStats scan_mapped_parallel(Mapping& map, int fd, std::size_t size, unsigned 
     std::unique_ptr<Driver> current;
     std::uint64_t current_base = 0;  // lines before the part the current driver started in
     std::uint64_t lines_before = 0;  // lines before part i
-    bool touched = false;  // the mapping read for the part's continuation
     for (std::size_t i = 0; i < parts.size(); ++i) {
       Part& part = parts[i];
       {
@@ -1301,13 +1229,7 @@ ScanStats scan_mapped_parallel(Mapping& map, int fd, std::size_t size, unsigned 
           const std::uint64_t q = first_quiet(part.driver->active(), lo > shift ? lo - shift : 1, hi - shift);
           return q == 0 ? 0 : q + shift;
         });
-        const bool rest = part.rest_begin != part.rest_end;
-        bool stopped = !current->run(part.begin, part.end, part.final && !rest);
-        if (!stopped && rest) {  // not quiet in the head: on into the mapping
-          current->end_region();
-          stopped = !current->run(part.rest_begin, part.rest_end, part.final);
-          touched = true;
-        }
+        const bool stopped = !current->run(part.begin, part.end, part.final);
         if (stopped) from = current->stopped_at() - shift;
         current->set_quiet_hook(nullptr);
         if (from == 0) current->end_region();
@@ -1344,9 +1266,7 @@ ScanStats scan_mapped_parallel(Mapping& map, int fd, std::size_t size, unsigned 
       // would hold on to its own.
       std::vector<Part::Found>().swap(part.blocks);
       part.driver.reset();
-      std::string().swap(part.head);
-      if (part.mapped || touched) map.release_before(part.mapped ? part.end : part.rest_end);
-      touched = false;
+      map.release_before(part.end);
       lines_before += part.lines;
       pending.owner = part.owner;
       hand_out();
@@ -1441,12 +1361,12 @@ ScanStats scan_path(const std::string& path, const Catalog& catalog, const Targe
   const bool regular = ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0;
   if (regular) {
     const auto size = static_cast<std::size_t>(st.st_size);
-    const Closer closer{fd};  // the parallel scan reads through it too
+    const Closer closer{fd};
     Mapping map(fd, size);
     if (map.data() != nullptr) {
       if (threads == 0)
         threads = size >= ScanOptions::kParallelFrom ? std::max(1u, std::thread::hardware_concurrency()) : 1u;
-      if (threads > 1) return scan_mapped_parallel(map, fd, size, threads, part_bytes, path, catalog, target, options);
+      if (threads > 1) return scan_mapped_parallel(map, size, threads, part_bytes, path, catalog, target, options);
       return scan_mapped_serial(map, size, path, catalog, target, options);
     }
   } else {
