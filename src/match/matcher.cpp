@@ -203,6 +203,10 @@ struct Matcher::Slot {
     std::string error;  // non-empty: `re` did not compile
     std::vector<std::string> literals;  // a template's literal runs, in order (literals_in_order)
     std::vector<Regex> unless;
+    // Bit c: capture c (in capture_names' order) takes free text, as
+    // free_text_capture() tells, worked out once: the nested-claim rule
+    // asks it of every winner's captures.
+    std::uint64_t free_text = 0;
   };
   std::once_flag once;
   std::unique_ptr<Compiled> c;
@@ -371,6 +375,15 @@ std::size_t Matcher::specificity(std::size_t index) const noexcept {
   return index < table_.size() ? slots_[index].specificity : 0;
 }
 
+bool Matcher::free_text(std::size_t index, std::size_t capture) const {
+  const Entry& e = entry(index);
+  if (capture >= e.capture_names.size()) return false;
+  const Slot& s = slots_[index];
+  // The winner's regex ran, so its slot is compiled; beyond 64 captures, ask.
+  if (capture < 64 && s.c && s.c->error.empty()) return (s.c->free_text >> capture) & 1;
+  return free_text_capture(e, e.capture_names[capture]);
+}
+
 std::string_view Matcher::literal(std::size_t index) const noexcept {
   const std::uint32_t k = entry_key_[index];
   return k == kNoKey ? std::string_view() : index_.key(k);
@@ -388,6 +401,8 @@ void Matcher::compile(std::size_t index) const {
   } catch (const boost::regex_error& err) {
     s.error = compile_error(err, e.pattern, "pattern ");
   }
+  for (std::size_t c = 0; c < e.capture_names.size() && c < 64; ++c)
+    if (free_text_capture(e, e.capture_names[c])) s.free_text |= std::uint64_t{1} << c;
   if (!e.template_text.empty()) {
     // The literal runs do not depend on capture names or capture_patterns.
     try {
@@ -725,11 +740,12 @@ namespace {
 // winner's text only wraps the error the inner site raised. Among several
 // such captures, the inner entry of highest priority, then the most
 // literal text, then the first capture. Returns the inner entry's literal
-// length (at least 1; exactly in `specificity_out`), 0 when the diagnosis
-// stays. `spec(index)` is entry `index`'s specificity.
-template <class Body, class Spec>
-std::size_t take_nested(MatchResult& result, std::size_t budget, std::size_t shortest, Body& body, const Spec& spec,
-                        std::size_t& specificity_out) {
+// length (at least 1; exactly in `specificity_out`; `winner`, the index of
+// the diagnosis's entry, becomes the inner one's), 0 when the diagnosis
+// stays.
+template <class Body>
+std::size_t take_nested(const Matcher& m, MatchResult& result, std::size_t budget, std::size_t shortest, Body& body,
+                        std::size_t& winner, std::size_t& specificity_out) {
   const Diagnosis& outer = *result.diagnosis;
   const Entry& e = *outer.entry;
   // The texts an inner error may fill: each free-text capture, and each run
@@ -738,9 +754,11 @@ std::size_t take_nested(MatchResult& result, std::size_t budget, std::size_t sho
   std::vector<std::string_view> texts;
   const std::string_view matched = outer.matched;
   std::size_t cursor = 0, run_start = std::string_view::npos, run_end = 0;
-  for (const Capture& c : outer.captures) {
-    const std::size_t at = matched.find(c.value, cursor);
-    if (c.value.empty() || !free_text_capture(e, c.name) || at == std::string_view::npos) {
+  for (std::size_t k = 0; k < outer.captures.size(); ++k) {
+    const Capture& c = outer.captures[k];
+    const bool free = !c.value.empty() && m.free_text(winner, k);
+    const std::size_t at = free ? matched.find(c.value, cursor) : std::string_view::npos;
+    if (at == std::string_view::npos) {
       run_start = std::string_view::npos;
       continue;
     }
@@ -753,7 +771,7 @@ std::size_t take_nested(MatchResult& result, std::size_t budget, std::size_t sho
     if (joins) texts.push_back(matched.substr(run_start, run_end - run_start));
   }
   std::optional<Diagnosis> best;
-  std::size_t best_specificity = 0;
+  std::size_t best_specificity = 0, best_index = SIZE_MAX;
   std::string_view best_value;
   for (std::string_view text : texts) {
     if (result.steps >= budget) break;
@@ -764,12 +782,13 @@ std::size_t take_nested(MatchResult& result, std::size_t budget, std::size_t sho
     result.steps += inner.steps;
     for (std::string& p : inner.problems) result.problems.push_back(std::move(p));
     if (!inner.diagnosis || inner.diagnosis->entry->priority < e.priority) continue;
-    const std::size_t specificity = spec(index);
+    const std::size_t specificity = m.specificity(index);
     if (best && std::make_pair(inner.diagnosis->entry->priority, specificity) <=
                     std::make_pair(best->entry->priority, best_specificity))
       continue;
     best = std::move(inner.diagnosis);
     best_specificity = specificity;
+    best_index = index;
     best_value = text;
   }
   if (!best) return 0;
@@ -786,18 +805,20 @@ std::size_t take_nested(MatchResult& result, std::size_t budget, std::size_t sho
   if (d.exception_class.empty()) d.exception_class = outer.exception_class;
   result.diagnosis = std::move(d);
   specificity_out = best_specificity;
+  winner = best_index;
   return std::max<std::size_t>(best_specificity, 1);
 }
 
-// Follows the nested-claim rule down from the winner (whose specificity is
-// `innermost` on entry); returns the literal text the chain accounts for
-// (the winner's and each inner entry's), `innermost` the last one's.
-template <class Body, class Spec>
-std::size_t follow_nesting(MatchResult& result, std::size_t budget, std::size_t shortest, Body& body, const Spec& spec,
-                           std::size_t& innermost) {
+// Follows the nested-claim rule down from the winner (entry `winner`, whose
+// specificity is `innermost` on entry); returns the literal text the chain
+// accounts for (the winner's and each inner entry's), `innermost` the last
+// one's.
+template <class Body>
+std::size_t follow_nesting(const Matcher& m, MatchResult& result, std::size_t budget, std::size_t shortest, Body& body,
+                           std::size_t winner, std::size_t& innermost) {
   std::size_t covered = innermost;
   for (int depth = 0; depth < kMaxNesting && result.diagnosis; ++depth) {
-    const std::size_t inner = take_nested(result, budget, shortest, body, spec, innermost);
+    const std::size_t inner = take_nested(m, result, budget, shortest, body, winner, innermost);
     if (inner == 0) break;
     covered += inner;
   }
@@ -813,8 +834,8 @@ std::size_t follow_nesting(MatchResult& result, std::size_t budget, std::size_t 
 // literal text is the better reading (the winner's trailing placeholder may
 // have swallowed the rival's own text, leaving a fragment another entry
 // claims); it replaces the first on a larger count, at the same priority.
-template <class Body, class Spec>
-MatchResult framed(std::size_t shortest, std::string_view message, std::size_t budget, const Spec& spec,
+template <class Body>
+MatchResult framed(const Matcher& m, std::size_t shortest, std::string_view message, std::size_t budget,
                    Body&& body) noexcept {
   MatchResult result;
   try {
@@ -825,9 +846,9 @@ MatchResult framed(std::size_t shortest, std::string_view message, std::size_t b
     const std::size_t at = body(norm, result, budget, SIZE_MAX);
     if (!result.diagnosis) return result;
     const std::shared_ptr<const Entry> winner = result.diagnosis->entry;
-    const std::size_t alone = spec(at);
+    const std::size_t alone = m.specificity(at);
     std::size_t innermost = alone;
-    const std::size_t covered = follow_nesting(result, budget, shortest, body, spec, innermost);
+    const std::size_t covered = follow_nesting(m, result, budget, shortest, body, at, innermost);
     if (covered == alone || result.steps >= budget) return result;
     MatchResult rival;
     Normalized again = normalize(message);
@@ -835,8 +856,8 @@ MatchResult framed(std::size_t shortest, std::string_view message, std::size_t b
     result.steps += rival.steps;
     if (rival.diagnosis && rival.diagnosis->entry->priority == winner->priority) {
       rival.steps = result.steps;
-      std::size_t rival_innermost = spec(rival_at);
-      const std::size_t rival_covered = follow_nesting(rival, budget, shortest, body, spec, rival_innermost);
+      std::size_t rival_innermost = m.specificity(rival_at);
+      const std::size_t rival_covered = follow_nesting(m, rival, budget, shortest, body, rival_at, rival_innermost);
       // On a tie the text cannot tell which error wraps which ("A {x}" and
       // "{y} B" read "A y B" both ways): the more specific innermost entry
       // is the answer, as without nesting.
@@ -865,7 +886,7 @@ MatchResult framed(std::size_t shortest, std::string_view message, std::size_t b
 MatchResult Matcher::match(std::string_view message, const Context& context,
                            const MatchOptions& options) const noexcept {
   return framed(
-      shortest_key_, message, options.max_steps, [this](std::size_t i) { return specificity(i); },
+      *this, shortest_key_, message, options.max_steps,
       [&](Normalized& norm, MatchResult& result, std::size_t steps, std::size_t excluded) {
         Run run(*this, message, context, result, steps);
         run.excluded = excluded;
@@ -890,7 +911,7 @@ MatchResult Matcher::match(std::string_view message, const Context& context,
 
 MatchResult Matcher::match_naive(std::string_view message, const Context& context) const noexcept {
   return framed(
-      shortest_key_, message, kReferenceSteps, [this](std::size_t i) { return specificity(i); },
+      *this, shortest_key_, message, kReferenceSteps,
       [&](Normalized& norm, MatchResult& result, std::size_t steps, std::size_t excluded) {
         Run run(*this, message, context, result, steps);
         run.excluded = excluded;
@@ -904,7 +925,7 @@ MatchResult Matcher::match_naive(std::string_view message, const Context& contex
 MatchResult Matcher::match_prefiltered(std::string_view message, const Context& context,
                                        const Prefilter& prefilter) const noexcept {
   return framed(
-      shortest_key_, message, kReferenceSteps, [this](std::size_t i) { return specificity(i); },
+      *this, shortest_key_, message, kReferenceSteps,
       [&](Normalized& norm, MatchResult& result, std::size_t steps, std::size_t excluded) {
         Run run(*this, message, context, result, steps);
         run.excluded = excluded;

@@ -116,6 +116,13 @@ class Matcher {
   std::string_view literal(std::size_t index) const noexcept;
 
   const EntryTable& table() const noexcept { return table_; }
+
+  // The winner rule's specificity of entry `index` (its plan item's), 0 for SIZE_MAX.
+  std::size_t specificity(std::size_t index) const noexcept;
+  // Whether capture `capture` (its position in capture_names) of entry
+  // `index` takes free text (free_text_capture()); cached once the entry's
+  // regex is compiled.
+  bool free_text(std::size_t index, std::size_t capture) const;
   const std::vector<std::shared_ptr<const Entry>>& entries() const { return table_.all(); }
 
  private:
@@ -149,8 +156,6 @@ class Matcher {
   std::string_view also(std::size_t index) const noexcept;  // EntryKey::also
 
   const Entry& entry(std::size_t index) const { return *table_.get(index); }
-  // The winner rule's specificity of entry `index` (its plan item's), 0 for SIZE_MAX.
-  std::size_t specificity(std::size_t index) const noexcept;
 
   EntryTable table_;
   std::unique_ptr<Slot[]> slots_;
