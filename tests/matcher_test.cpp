@@ -188,6 +188,30 @@ TEST(Matcher, TemplatesCompileOnFirstUseAndAllForLint) {
   EXPECT_EQ(m.stats().compiled, 2u);
 }
 
+// The nested-claim rule reads which captures take free text from what the
+// matcher worked out when each regex compiled; it must say what
+// free_text_capture() says of every capture.
+TEST(Matcher, KnowsWhichCapturesTakeFreeTextAsTheEntrySays) {
+  errshim::CatalogBuilder b;
+  b.add_embedded();
+  const auto cat = b.build();
+  std::vector<Problem> problems;
+  const detail::Matcher m(cat->entries(), problems);
+  ASSERT_TRUE(m.compile_all().empty());
+  std::size_t free = 0, typed = 0;
+  for (std::size_t i = 0; i < cat->entries().size(); ++i) {
+    const Entry& e = *cat->entries()[i];
+    for (std::size_t c = 0; c < e.capture_names.size(); ++c) {
+      const bool expected = detail::free_text_capture(e, e.capture_names[c]);
+      EXPECT_EQ(m.free_text(i, c), expected) << e.id << " capture " << e.capture_names[c];
+      ++(expected ? free : typed);
+    }
+    EXPECT_FALSE(m.free_text(i, e.capture_names.size())) << e.id << ": no such capture";
+  }
+  EXPECT_GT(free, 0u);  // both kinds occur, so a constant answer fails
+  EXPECT_GT(typed, 0u);
+}
+
 // The index views its keys; a plan whose keys view its caller's bytes is
 // copied, so the caller may free them once the matcher is built.
 TEST(Matcher, APlanViewingItsCallersBytesOutlivesThem) {
