@@ -885,63 +885,60 @@ MatchResult framed(const Matcher& m, std::size_t shortest, std::string_view mess
 
 MatchResult Matcher::match(std::string_view message, const Context& context,
                            const MatchOptions& options) const noexcept {
-  return framed(
-      *this, shortest_key_, message, options.max_steps,
-      [&](Normalized& norm, MatchResult& result, std::size_t steps, std::size_t excluded) {
-        Run run(*this, message, context, result, steps);
-        run.excluded = excluded;
-        // Reused by each thread's calls: no allocation per message.
-        thread_local std::vector<Candidate> candidates;
-        for (std::size_t s = 0; s < norm.segments.size() && !run.exhausted(); ++s) {
-          const std::string_view text = norm.segments[s].text;
-          candidates.clear();
-          collect(text, candidates);
-          // Each entry once, with its literal's positions in order.
-          std::sort(candidates.begin(), candidates.end());
-          for (std::size_t c = 0, next = 0; c < candidates.size(); c = next) {
-            while (next < candidates.size() && candidates[next].entry == candidates[c].entry) ++next;
-            run.consider(candidates[c].entry, s, text, &candidates[c], next - c, true);
-          }
-        }
-        if (candidates.capacity() > 4096) candidates = {};  // a huge message keeps no memory
-        run.finish(message, norm);
-        return run.winner();
-      });
+  const auto body = [&](Normalized& norm, MatchResult& result, std::size_t steps, std::size_t excluded) {
+    Run run(*this, message, context, result, steps);
+    run.excluded = excluded;
+    // Reused by each thread's calls: no allocation per message.
+    thread_local std::vector<Candidate> candidates;
+    for (std::size_t s = 0; s < norm.segments.size() && !run.exhausted(); ++s) {
+      const std::string_view text = norm.segments[s].text;
+      candidates.clear();
+      collect(text, candidates);
+      // Each entry once, with its literal's positions in order.
+      std::sort(candidates.begin(), candidates.end());
+      for (std::size_t c = 0, next = 0; c < candidates.size(); c = next) {
+        while (next < candidates.size() && candidates[next].entry == candidates[c].entry) ++next;
+        run.consider(candidates[c].entry, s, text, &candidates[c], next - c, true);
+      }
+    }
+    if (candidates.capacity() > 4096) candidates = {};  // a huge message keeps no memory
+    run.finish(message, norm);
+    return run.winner();
+  };
+  return framed(*this, shortest_key_, message, options.max_steps, body);
 }
 
 MatchResult Matcher::match_naive(std::string_view message, const Context& context) const noexcept {
-  return framed(
-      *this, shortest_key_, message, kReferenceSteps,
-      [&](Normalized& norm, MatchResult& result, std::size_t steps, std::size_t excluded) {
-        Run run(*this, message, context, result, steps);
-        run.excluded = excluded;
-        for (std::size_t s = 0; s < norm.segments.size(); ++s)
-          for (std::size_t i = 0; i < table_.size(); ++i) run.consider(i, s, norm.segments[s].text, nullptr, 0, false);
-        run.finish(message, norm);
-        return run.winner();
-      });
+  const auto body = [&](Normalized& norm, MatchResult& result, std::size_t steps, std::size_t excluded) {
+    Run run(*this, message, context, result, steps);
+    run.excluded = excluded;
+    for (std::size_t s = 0; s < norm.segments.size(); ++s)
+      for (std::size_t i = 0; i < table_.size(); ++i) run.consider(i, s, norm.segments[s].text, nullptr, 0, false);
+    run.finish(message, norm);
+    return run.winner();
+  };
+  return framed(*this, shortest_key_, message, kReferenceSteps, body);
 }
 
 MatchResult Matcher::match_prefiltered(std::string_view message, const Context& context,
                                        const Prefilter& prefilter) const noexcept {
-  return framed(
-      *this, shortest_key_, message, kReferenceSteps,
-      [&](Normalized& norm, MatchResult& result, std::size_t steps, std::size_t excluded) {
-        Run run(*this, message, context, result, steps);
-        run.excluded = excluded;
-        std::vector<std::uint32_t> ids;
-        for (std::size_t s = 0; s < norm.segments.size(); ++s) {
-          const std::string_view text = norm.segments[s].text;
-          ids.clear();
-          prefilter(text, ids);
-          std::sort(ids.begin(), ids.end());
-          ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
-          for (std::uint32_t i : ids)
-            if (i < table_.size()) run.consider(i, s, text, nullptr, 0, true);
-        }
-        run.finish(message, norm);
-        return run.winner();
-      });
+  const auto body = [&](Normalized& norm, MatchResult& result, std::size_t steps, std::size_t excluded) {
+    Run run(*this, message, context, result, steps);
+    run.excluded = excluded;
+    std::vector<std::uint32_t> ids;
+    for (std::size_t s = 0; s < norm.segments.size(); ++s) {
+      const std::string_view text = norm.segments[s].text;
+      ids.clear();
+      prefilter(text, ids);
+      std::sort(ids.begin(), ids.end());
+      ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+      for (std::uint32_t i : ids)
+        if (i < table_.size()) run.consider(i, s, text, nullptr, 0, true);
+    }
+    run.finish(message, norm);
+    return run.winner();
+  };
+  return framed(*this, shortest_key_, message, kReferenceSteps, body);
 }
 
 bool Matcher::claims(std::size_t index, std::string_view message) const noexcept {
