@@ -1042,7 +1042,9 @@ ScanStats scan_mapped_parallel(Mapping& map, std::size_t size, unsigned threads,
   ScanStats stats;
   stats.bytes = size;
   const char* const base = map.data();
-  if (part_bytes == 0) part_bytes = 2u << 20;
+  // This thread waits for each part in turn, a sleep and a wake-up each;
+  // parts of 4 MiB halve those of 2 MiB for no more resident memory.
+  if (part_bytes == 0) part_bytes = 4u << 20;
   // Part i starts after the first '\n' at or after i * part_bytes (part 0
   // at 0), found by the worker that takes it: finding them all up front
   // would touch the whole file at once, and looking at the byte before would
