@@ -618,6 +618,32 @@ class BigLog {
   std::string dir_, path_;
 };
 
+// A log cut short while it is scanned (logrotate's copytruncate): read with
+// read() rather than mapped, the scan ends where the file now ends (through
+// a mapping, the next page read past the new end would raise SIGBUS).
+TEST(ScanFile, WithoutTheMappingALogCutShortWhileScannedEndsTheScan) {
+  const BigLog log;
+  struct stat st {};
+  ASSERT_EQ(stat(log.path().c_str(), &st), 0);
+  const auto size = static_cast<std::uint64_t>(st.st_size);
+  errshim::ScanOptions options;
+  options.map_file = false;
+  options.threads = 2;  // no effect: a stream has one
+  options.progress_every = 1;
+  bool cut = false;
+  options.on_progress = [&](std::uint64_t) {
+    if (!cut) cut = ::truncate(log.path().c_str(), 0) == 0;
+  };
+  std::size_t blocks = 0;
+  const auto stats = errshim::scan_file(
+      log.path(), catalog(), [&](const ScanBlock&) { ++blocks; }, options);
+  ASSERT_TRUE(cut);
+  EXPECT_GT(stats.bytes, 0u);
+  EXPECT_LT(stats.bytes, size);  // what was read before the cut
+  EXPECT_GT(blocks, 0u);
+  EXPECT_LT(blocks, 400u);  // the whole log has 400
+}
+
 // A visitor's exception ends a parallel scan too (the workers are stopped
 // and joined), and nothing after the throwing block is visited.
 TEST(ScanFile, AVisitorExceptionStopsAParallelScan) {

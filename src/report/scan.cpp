@@ -1361,7 +1361,7 @@ ScanStats scan_path(const std::string& path, const Catalog& catalog, const Targe
   if (fd < 0) cannot_read(path, errno);
   struct stat st {};
   const bool regular = ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0;
-  if (regular) {
+  if (regular && options.map_file) {
     const auto size = static_cast<std::size_t>(st.st_size);
     const Closer closer{fd};
     Mapping map(fd, size);
@@ -1372,7 +1372,8 @@ ScanStats scan_path(const std::string& path, const Catalog& catalog, const Targe
       return scan_mapped_serial(map, size, path, catalog, target, options);
     }
   } else {
-    // Not mappable (a FIFO, an empty or /proc file): read as a stream.
+    // Not mappable (a FIFO, an empty or /proc file), or not to be mapped:
+    // read as a stream.
     FdBuf buf(fd);
     std::istream in(&buf);
     const ScanStats stats = scan_stream_to(in, path, catalog, target, options);

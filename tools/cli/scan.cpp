@@ -120,6 +120,7 @@ struct ScanOpts {
   CatalogOptions catalog;
   bool json = false;
   unsigned jobs = 0;  // 0: ScanOptions' default
+  bool no_mmap = false;
   std::vector<std::string> inputs;
   // --follow
   bool follow = false, confirm = false, syslog_escapes = false;
@@ -185,6 +186,7 @@ int scan(const ScanOpts& a) {
   errshim::ScanOptions options;
   options.context = context_of(a.catalog);
   options.threads = a.jobs;
+  options.map_file = !a.no_mmap;
   std::uint64_t matched = 0;
   // A block's line is its JSON with the catalog named inside, as
   // with_catalog() writes it: the closing part is the same for every block,
@@ -264,6 +266,9 @@ Command add_scan(CLI::App& root) {
   cmd->add_option("-j,--jobs", o->jobs,
                   "scan each file with N threads (default: the core count for files of 64 MiB or more)")
       ->check(CLI::Range(1u, 256u));
+  cmd->add_flag("--no-mmap", o->no_mmap,
+                "read files with read(), one thread, not through a memory mapping: for logs that may be truncated "
+                "while scanned (logrotate's copytruncate), which kills a mapping's reader with SIGBUS");
   cmd->add_flag("--follow", o->follow,
                 "stream: print each block's JSON line as soon as it is complete; FILE is followed as it grows and "
                 "reopened when rotated or truncated, '-' is read to its end; ends cleanly on SIGTERM or SIGINT, "
