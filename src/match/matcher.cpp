@@ -378,9 +378,10 @@ std::size_t Matcher::specificity(std::size_t index) const noexcept {
 bool Matcher::free_text(std::size_t index, std::size_t capture) const {
   const Entry& e = entry(index);
   if (capture >= e.capture_names.size()) return false;
-  const Slot& s = slots_[index];
-  // The winner's regex ran, so its slot is compiled; beyond 64 captures, ask.
-  if (capture < 64 && s.c && s.c->error.empty()) return (s.c->free_text >> capture) & 1;
+  // Through the slot's once flag, so a reader never sees it half made (the
+  // winner's is compiled already); beyond 64 captures, or without a regex, ask.
+  const Slot* s = compiled(index);
+  if (s != nullptr && capture < 64) return (s->c->free_text >> capture) & 1;
   return free_text_capture(e, e.capture_names[capture]);
 }
 

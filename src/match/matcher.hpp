@@ -120,8 +120,8 @@ class Matcher {
   // The winner rule's specificity of entry `index` (its plan item's), 0 for SIZE_MAX.
   std::size_t specificity(std::size_t index) const noexcept;
   // Whether capture `capture` (its position in capture_names) of entry
-  // `index` takes free text (free_text_capture()); cached once the entry's
-  // regex is compiled.
+  // `index` takes free text (free_text_capture()), worked out when the entry's
+  // regex compiles (which this does, if it has not yet).
   bool free_text(std::size_t index, std::size_t capture) const;
   const std::vector<std::shared_ptr<const Entry>>& entries() const { return table_.all(); }
 

@@ -1075,7 +1075,7 @@ ScanStats scan_mapped_parallel(Mapping& map, std::size_t size, unsigned threads,
   // once read them with pread() into buffers of their own, to spare the
   // shared mapping its page faults and the TLB flushes of giving pages
   // back; but the copy cost each worker about as much as the scan itself,
-  // and two workers gained little over one (bench/README.md, "Scan").
+  // and two workers gained little over one (README.md, "Scanning logs").
   const auto render = [&](Unit& u) {
     try {
       for (const ScanBlock& b : u.blocks) target.output->render(b, u.bytes);
