@@ -45,6 +45,21 @@ TEST(LiteralIndex, FindsEveryOccurrenceAndNothingElse) {
   EXPECT_TRUE(index.unindexed().empty());
 }
 
+// Keys of 7-10 bytes have a lane of their own, unless keys of 4-6 bytes
+// make the index test every position anyway: then they share that lane.
+// Both ways find every occurrence, at every alignment.
+TEST(LiteralIndex, MidLengthKeysAreFoundAloneAndBesideShortOnes) {
+  const std::vector<std::string> mid = {"head dim", "rope_theta", "not impl"};
+  std::vector<std::string> with_short = mid;
+  with_short.push_back("dims");
+  for (std::size_t pad = 0; pad < 8; ++pad) {
+    const std::string text = std::string(pad, '.') + "q head dim 4, rope_theta=1; dims not impl, head dimx";
+    EXPECT_EQ(scan(LiteralIndex(mid), text), brute_force(mid, text)) << pad;
+    EXPECT_EQ(scan(LiteralIndex(with_short), text), brute_force(with_short, text)) << pad;
+    EXPECT_EQ(brute_force(with_short, text).size(), 5u);
+  }
+}
+
 TEST(LiteralIndex, KeysAtTheEdgesOfTheText) {
   const std::vector<std::string> keys = {"start of it", "the end", "wxyz", "whole"};
   const LiteralIndex index(keys);

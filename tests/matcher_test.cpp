@@ -79,6 +79,25 @@ TEST(Matcher, CapturesAreNamedAndTrimmed) {
   EXPECT_EQ(d->capture("nothing"), nullptr);
 }
 
+// A capture is read by its group number, worked out when the regex
+// compiles; a name two groups share is read by name, from the group that
+// took part, as Boost does.
+TEST(Matcher, CapturesComeFromTheGroupThatTookPart) {
+  std::string y = entry_yaml("lib.either", "x");
+  y.replace(y.find("template: 'x'"), 13, R"(pattern: 'got (?:(?<n>\d+) items|(?<n>\d+) rows) from (?<src>\w+)')");
+  y.replace(y.find("match: ['x']"), 12, "match: ['got 3 items from a']");
+  const auto cat = catalog_from(file_yaml(y));
+  for (const auto& [message, n] : {std::pair<std::string, std::string>{"got 3 items from disk", "3"},
+                                   std::pair<std::string, std::string>{"got 7 rows from disk", "7"}}) {
+    const auto d = cat->diagnose(message);
+    ASSERT_TRUE(d) << message;
+    ASSERT_NE(d->capture("n"), nullptr) << message;
+    EXPECT_EQ(*d->capture("n"), n) << message;
+    ASSERT_NE(d->capture("src"), nullptr);
+    EXPECT_EQ(*d->capture("src"), "disk");
+  }
+}
+
 TEST(Matcher, CatastrophicPatternBecomesNoMatchWithAReport) {
   // Nested quantifiers on a long non-matching input: Boost gives up; the
   // host sees "no match" plus a report, and other entries still work.

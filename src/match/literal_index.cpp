@@ -97,9 +97,16 @@ void LiteralIndex::build(const std::vector<std::string_view>& keys, const std::v
   std::vector<std::uint8_t> lane_of(keys.size());
   std::vector<std::uint32_t> offset(keys.size());  // of each indexed key's anchor
   std::size_t per_lane[3] = {0, 0, 0};  // anchors
+  // When keys of 4-6 bytes make the stride-1 lane scan every position
+  // anyway, the 7-10 byte keys go there too, on one anchor each (their
+  // stretch's first window): a second 4-byte lane's pass over the text would
+  // test again windows the first already hashed.
+  bool every_position = false;
+  for (const std::string_view key : keys) every_position = every_position || lane_for(key.size()) == 2;
   for (std::size_t id = 0; id < keys.size(); ++id) {
     const std::string_view key = keys[id];
-    const std::size_t l = lane_for(key.size());
+    std::size_t l = lane_for(key.size());
+    if (l == 1 && every_position) l = 2;
     lane_of[id] = static_cast<std::uint8_t>(l);
     if (l == 3) {
       unindexed_.push_back(id);

@@ -9,7 +9,8 @@
 //    o..o+3): any occurrence starting at p puts exactly one of p+o..p+o+3 on
 //    a multiple of 4, so none is skipped. Shorter keys go into lanes of
 //    4-byte windows, stride 4 (7-10 bytes) or 1 (4-6 bytes), scanned only
-//    when they hold keys.
+//    when they hold keys; when the stride-1 lane holds any, it takes the
+//    7-10 byte keys too (one pass of 4-byte windows, not two).
 //  * A test is one load, a multiply and one word of a blocked Bloom filter
 //    that fits in L2; positions are independent of each other (no state
 //    carried from byte to byte as in an automaton), so the CPU overlaps

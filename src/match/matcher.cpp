@@ -60,8 +60,10 @@ const auto kSearch = boost::match_default | boost::match_not_dot_newline;
 constexpr std::size_t kNoHit = std::numeric_limits<std::size_t>::max();  // candidate without a literal hit
 
 // [first, last) without trailing spaces. (Boost's sub_match::str() appends
-// one character at a time: a tenth of a short match's time.)
-std::string trimmed(const char* first, const char* last) {
+// one character at a time: a tenth of a short match's time.) Out of line:
+// each hit runs it for the match and every capture, and copies inlined at
+// each call grew the hot path past the instruction cache.
+[[gnu::noinline]] std::string trimmed(const char* first, const char* last) {
   while (last != first && std::isspace(static_cast<unsigned char>(last[-1]))) --last;
   return std::string(first, last);
 }
@@ -207,6 +209,10 @@ struct Matcher::Slot {
     // free_text_capture() tells, worked out once: the nested-claim rule
     // asks it of every winner's captures.
     std::uint64_t free_text = 0;
+    // Capture c's group number in `re`, or -1 for a name several groups
+    // share (then read by name: the first that took part): a winner's
+    // captures are read without hashing their names on every hit.
+    std::vector<int> groups;
   };
   std::once_flag once;
   std::unique_ptr<Compiled> c;
@@ -404,6 +410,13 @@ void Matcher::compile(std::size_t index) const {
   }
   for (std::size_t c = 0; c < e.capture_names.size() && c < 64; ++c)
     if (free_text_capture(e, e.capture_names[c])) s.free_text |= std::uint64_t{1} << c;
+  if (s.error.empty()) {
+    const auto subs = s.re.get_named_subs();
+    for (const std::string& name : e.capture_names) {
+      const auto range = subs->equal_range(name.data(), name.data() + name.size());
+      s.groups.push_back(range.second - range.first == 1 ? range.first->index : -1);
+    }
+  }
   if (!e.template_text.empty()) {
     // The literal runs do not depend on capture names or capture_patterns.
     try {
@@ -618,20 +631,23 @@ class Matcher::Run {
     if (!best_) return;
     const Entry& e = m_.entry(best_->entry);
     Segment& seg = norm.segments[best_->segment];
-    Diagnosis d;
+    // Built in place: a Diagnosis moved in and destroyed is dozens of
+    // instructions' worth of strings, on every hit.
+    Diagnosis& d = result_.diagnosis.emplace();
     d.entry = m_.table_.get(best_->entry);
+    const std::vector<int>& groups = m_.slots_[best_->entry].c->groups;  // searched, so compiled
     d.captures.reserve(e.capture_names.size());
-    for (const std::string& name : e.capture_names) {
-      const auto& sub = (*best_->m)[name];
+    for (std::size_t k = 0; k < e.capture_names.size(); ++k) {
+      const std::string& name = e.capture_names[k];
+      const auto& sub = k < groups.size() && groups[k] >= 0 ? (*best_->m)[groups[k]] : (*best_->m)[name];
       d.captures.push_back({name, sub.matched ? trimmed(sub.first, sub.second) : std::string()});
     }
     d.matched = trimmed((*best_->m)[0].first, (*best_->m)[0].second);
     d.segment = std::move(seg.text);  // the match points into it: read above, moved only now
     d.exception_class = std::move(seg.exception_class);
-    d.raw = std::string(message.substr(0, kMaxInputBytes));
+    d.raw.assign(message.substr(0, kMaxInputBytes));
     d.segment_index = best_->segment;
     d.offset = best_->position;
-    result_.diagnosis = std::move(d);
   }
 
  private:
@@ -846,7 +862,7 @@ MatchResult framed(const Matcher& m, std::size_t shortest, std::string_view mess
           fmt::format("message of {} bytes cut to its first and last {} KiB", message.size(), kMaxInputBytes / 2048));
     const std::size_t at = body(norm, result, budget, SIZE_MAX);
     if (!result.diagnosis) return result;
-    const std::shared_ptr<const Entry> winner = result.diagnosis->entry;
+    const auto winner_priority = result.diagnosis->entry->priority;
     const std::size_t alone = m.specificity(at);
     std::size_t innermost = alone;
     const std::size_t covered = follow_nesting(m, result, budget, shortest, body, at, innermost);
@@ -855,7 +871,7 @@ MatchResult framed(const Matcher& m, std::size_t shortest, std::string_view mess
     Normalized again = normalize(message);
     const std::size_t rival_at = body(again, rival, budget - result.steps, at);
     result.steps += rival.steps;
-    if (rival.diagnosis && rival.diagnosis->entry->priority == winner->priority) {
+    if (rival.diagnosis && rival.diagnosis->entry->priority == winner_priority) {
       rival.steps = result.steps;
       std::size_t rival_innermost = m.specificity(rival_at);
       const std::size_t rival_covered = follow_nesting(m, rival, budget, shortest, body, rival_at, rival_innermost);
