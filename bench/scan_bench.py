@@ -11,11 +11,8 @@ a warm page cache:
   rg -c -f PATTERNS         the catalog's patterns, exported by `errshim list
                             --patterns`, in ripgrep's syntax (when rg exists)
   rg -F -c Error            a single literal pass, the floor
-  errshim scan -j 1 on each half of the log, both at once: what two cores
-                            give two scans sharing nothing, the ceiling for -j 2
-Prints MB/s (best and median of --repeat runs; the errshim runs take turns),
-errshim / rg, -j 2 / -j 1, the two halves / -j 1, and the peak RSS of each
-process. With --layers, the
+Prints MB/s (best and median of --repeat runs; the -j runs take turns),
+errshim / rg, -j 2 / -j 1, and the peak RSS of each process. With --layers, the
 errshim runs are repeated at the first size with those catalogs loaded, ripgrep
 skipped: a library name (or `all`) is a generated layer (`--generated NAME`,
 found in share/errshim/generated or $ERRSHIM_GENERATED_DIR), a path a catalog
@@ -163,42 +160,13 @@ def timed(cmd):
     return wall, usage.ru_utime + usage.ru_stime, rss
 
 
-def timed_together(cmds):
-    """Wall seconds until all of `cmds`, started at once, have exited; their
-    CPU seconds summed; the largest peak RSS."""
-    start = time.perf_counter()
-    procs = [subprocess.Popen(c, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) for c in cmds]
-    cpu, rss = 0.0, 0.0
-    for proc in procs:
-        _, status, usage = os.wait4(proc.pid, 0)
-        if os.waitstatus_to_exitcode(status) not in (0, 1):
-            raise RuntimeError(f"{' '.join(proc.args)}: exit {os.waitstatus_to_exitcode(status)}")
-        cpu += usage.ru_utime + usage.ru_stime
-        rss = max(rss, usage.ru_maxrss / 1024)
-    return time.perf_counter() - start, cpu, rss
-
-
-def split_in_two(path):
-    """The log's two halves, cut at the line boundary after its middle, as
-    two files beside it."""
-    halves = [path + ".half1", path + ".half2"]
-    with open(path, "rb") as f:
-        data = f.read()
-    cut = data.find(b"\n", len(data) // 2) + 1 or len(data)
-    for name, part in zip(halves, (data[:cut], data[cut:])):
-        with open(name, "wb") as out:
-            out.write(part)
-    return halves
-
-
 def measure_all(cmds, repeat, size):
     """Each command `repeat` times, taking turns: a shared machine's slow
-    spells fall on all of them alike, not on whichever ran then. A tuple of
-    commands is run all at once (timed_together)."""
+    spells fall on all of them alike, not on whichever ran then."""
     runs = {k: [] for k in cmds}
     for _ in range(repeat):
         for k, cmd in cmds.items():
-            runs[k].append(timed_together(cmd) if isinstance(cmd, tuple) else timed(cmd))
+            runs[k].append(timed(cmd))
     out = {}
     for k, rs in runs.items():
         walls, cpus = [r[0] for r in rs], [r[1] for r in rs]
@@ -250,9 +218,9 @@ def main(argv=None):
           "shared machine affects less; ratios are of the best wall figures")
     print()
     print("| log | errshim -j1 MB/s [cpu] | " + " | ".join(f"-j{j} MB/s [cpu]" for j in jobs if j != 1) +
-          " | rg -f MB/s [cpu] | rg -F Error MB/s | errshim / rg | -j2 / -j1 | two -j1 at once / -j1 | peak RSS " +
+          " | rg -f MB/s [cpu] | rg -F Error MB/s | errshim / rg | -j2 / -j1 | peak RSS " +
           " / ".join(f"-j{j}" for j in jobs) + " |")
-    print("|---|---:|" + "---:|" * (len([j for j in jobs if j != 1]) + 6))
+    print("|---|---:|" + "---:|" * (len([j for j in jobs if j != 1]) + 5))
     made = []
     sizes = [int(s) for s in args.scan_sizes.split(",")]
     densities = [int(d) for d in args.scan_densities.split(",")]
@@ -272,16 +240,8 @@ def main(argv=None):
             subprocess.run(["cat", path], stdout=subprocess.DEVNULL, check=True)  # warm the page cache
             extra = [a for c in catalogs
                      for a in (("--catalog", c) if os.sep in c or "." in c else ("--generated", c))]
-            cmds = {j: [errshim, "scan", "--json", "-j", str(j)] + extra + [path] for j in jobs}
-            # What two cores give two scans that share nothing: -j1 on each
-            # half of the log at once, the ceiling -j2 is measured against
-            # on this machine (memory bandwidth, a busy host's other tenants).
-            halves = split_in_two(path) if 2 in jobs else []
-            made += halves
-            if halves:
-                cmds["halves"] = tuple([errshim, "scan", "--json", "-j", "1"] + extra + [h] for h in halves)
-            subprocess.run(["cat"] + halves, stdout=subprocess.DEVNULL, check=True)
-            es = measure_all(cmds, args.repeat, size)
+            es = measure_all({j: [errshim, "scan", "--json", "-j", str(j)] + extra + [path] for j in jobs},
+                             args.repeat, size)
             with_rg = rg and not catalogs
             rgf = measure([rg, "-c", "-f", pattern_file, path], args.repeat, size) if with_rg else None
             lit = measure([rg, "-F", "-c", "Error", path], args.repeat, size) if with_rg else None
@@ -295,12 +255,11 @@ def main(argv=None):
             row += [fmt(rgf) if rgf else "-", f"{lit['best']:.0f} / {lit['median']:.0f}" if lit else "-"]
             row.append(f"{one['best'] / rgf['best']:.1f}x" if rgf else "-")
             row.append(f"{es[2]['best'] / one['best']:.2f}x" if 2 in es else "-")
-            row.append(f"{es['halves']['best'] / one['best']:.2f}x" if "halves" in es else "-")
             row.append(" / ".join(f"{es[j]['rss']:.0f} MiB" for j in jobs))
             print("| " + " | ".join(row) + " |", flush=True)
     finally:
-        for p in made:
-            if not args.keep or p.endswith((".half1", ".half2")):
+        if not args.keep:
+            for p in made:
                 os.remove(p)
     return 0
 
