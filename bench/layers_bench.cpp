@@ -180,9 +180,35 @@ int first_diagnosis_child(std::string catalog) {
   }
 }
 
+// The child bench/hit_instructions.py runs under callgrind: builds the
+// catalog, diagnoses its message `count` times and exits; the difference
+// between two counts is the cost of that many hits.
+int hits_child(std::string spec) {
+  const std::size_t colon = spec.rfind(':');
+  if (colon == std::string::npos) return 2;
+  const long count = std::atol(spec.c_str() + colon + 1);
+  spec.resize(colon);
+  const std::string suffix = "/generated";
+  const bool generated =
+      spec.size() > suffix.size() && spec.compare(spec.size() - suffix.size(), suffix.size(), suffix) == 0;
+  if (generated) spec.resize(spec.size() - suffix.size());
+  const errshim::CatalogPtr c = build(spec);
+  const std::string message = generated ? kGeneratedMessage : kEmbeddedMessage;
+  long found = 0;
+  for (long i = 0; i <= count; ++i) found += c->diagnose(message).has_value();
+  return found == count + 1 ? 0 : 3;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
+  constexpr const char* kHits = "--errshim-hits=";
+  if (argc == 2 && std::strncmp(argv[1], kHits, std::strlen(kHits)) == 0) {
+#ifdef ERRSHIM_GENERATED_LAYER_DIR
+    ::setenv("ERRSHIM_GENERATED_DIR", ERRSHIM_GENERATED_LAYER_DIR, 0);
+#endif
+    return hits_child(argv[1] + std::strlen(kHits));
+  }
   constexpr const char* kFlag = "--errshim-first-diagnosis=";
   constexpr const char* kRss = "--errshim-rss=";
   if (argc == 2 && std::strncmp(argv[1], kFlag, std::strlen(kFlag)) == 0)
