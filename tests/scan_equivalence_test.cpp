@@ -426,6 +426,27 @@ TEST(ScanEquivalence, SameBlocksAcrossReadBufferBoundaries) {
   expect_equivalent(log, {}, "long lines");
 }
 
+// A mapped file is scanned in regions of 8 MiB, each ending after a line
+// break found as the scan reaches it: blocks that straddle a region's end
+// come out as the line-by-line scanner gives them.
+TEST(ScanEquivalence, SameBlocksAcrossTheMappedScansRegions) {
+  const std::string noise = "2026-11-30 10:00:00,001 INFO server - a line of ordinary noise\n";
+  const std::string block =
+      "Traceback (most recent call last):\n  File \"a.py\", line 1, in <module>\n    f()\n"
+      "ValueError: kv_cache_enabled=true is not supported\n";
+  std::string log;
+  for (const std::size_t boundary : {std::size_t{8} << 20, std::size_t{16} << 20}) {
+    while (log.size() + noise.size() < boundary - block.size() / 2) log += noise;
+    log += block;  // across the region's nominal end
+  }
+  while (log.size() < (17u << 20)) log += noise;
+  log += "RuntimeError: the last line, without a newline";
+  const Result want = reference(log, {});
+  ASSERT_EQ(want.blocks.size(), 3u);
+  const TempLog file(log);
+  expect_same(want, fast_file(file, {}, 1, 0), "regions file");
+}
+
 // ------------------------------------------------------------ the kernels
 
 // Every kernel finds the same first candidate and counts the same newlines,

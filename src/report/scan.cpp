@@ -918,20 +918,16 @@ class Mapping {
   std::size_t released_ = 0;
 };
 
-// [b, e) cut into parts of about `part` bytes, each ending after a '\n'
-// (the last at e).
-std::vector<std::pair<const char*, const char*>> split_lines(const char* b, const char* e, std::size_t part) {
-  std::vector<std::pair<const char*, const char*>> out;
-  for (const char* p = b; p < e;) {
-    const char* q = static_cast<std::size_t>(e - p) > part ? p + part : e;
-    if (q < e) {
-      const void* nl = std::memchr(q - 1, '\n', static_cast<std::size_t>(e - q + 1));
-      q = nl != nullptr ? static_cast<const char*>(nl) + 1 : e;
-    }
-    out.emplace_back(p, q);
-    p = q;
-  }
-  return out;
+// The end of the region of about `part` bytes from p (a line start): just
+// after the first '\n' at or past p + part, else e. Found as the scan gets
+// there: finding every region's end up front touched a page every `part`
+// bytes, and with the page cache in large folios each touch maps a whole
+// folio: a large log was mostly resident before its first line.
+const char* region_end(const char* p, const char* e, std::size_t part) {
+  if (static_cast<std::size_t>(e - p) <= part) return e;
+  const char* const q = p + part;
+  const void* nl = std::memchr(q - 1, '\n', static_cast<std::size_t>(e - q + 1));
+  return nl != nullptr ? static_cast<const char*>(nl) + 1 : e;
 }
 
 ScanStats scan_mapped_serial(Mapping& map, std::size_t size, const std::string& path, const Catalog& catalog,
@@ -954,13 +950,15 @@ ScanStats scan_mapped_serial(Mapping& map, std::size_t size, const std::string& 
   driver.set_cache(&cache);
   Progress progress{options};
   const char* const base = map.data();
-  const auto regions = split_lines(base, base + size, kRegion);
-  for (std::size_t i = 0; i < regions.size(); ++i) {
-    driver.run(regions[i].first, regions[i].second, i + 1 == regions.size());
+  const char* const end = base + size;
+  for (const char* b = base; b < end;) {
+    const char* const e = region_end(b, end, kRegion);
+    driver.run(b, e, e == end);
     driver.end_region();
     if (out) out->flush();
-    map.release_before(regions[i].second);
-    progress(static_cast<std::uint64_t>(regions[i].second - base));
+    map.release_before(e);
+    progress(static_cast<std::uint64_t>(e - base));
+    b = e;
   }
   driver.finish();
   if (out) out->flush();
