@@ -162,12 +162,19 @@ int rss_child(const std::string& catalog) {
   return 0;
 }
 
-// The child of layers/first_diagnosis: what a new process pays before its first answer.
-int first_diagnosis_child(std::string catalog) {
+// Whether `catalog` ends in "/generated" (the first message is then
+// kGeneratedMessage), which it no longer does after.
+bool take_generated_suffix(std::string& catalog) {
   const std::string suffix = "/generated";
   const bool generated =
       catalog.size() > suffix.size() && catalog.compare(catalog.size() - suffix.size(), suffix.size(), suffix) == 0;
   if (generated) catalog.resize(catalog.size() - suffix.size());
+  return generated;
+}
+
+// The child of layers/first_diagnosis: what a new process pays before its first answer.
+int first_diagnosis_child(std::string catalog) {
+  const bool generated = take_generated_suffix(catalog);
   try {
     const errshim::CatalogPtr c = build(catalog);
     const bool found = c->diagnose(generated ? kGeneratedMessage : kEmbeddedMessage).has_value();
@@ -188,10 +195,7 @@ int hits_child(std::string spec) {
   if (colon == std::string::npos) return 2;
   const long count = std::atol(spec.c_str() + colon + 1);
   spec.resize(colon);
-  const std::string suffix = "/generated";
-  const bool generated =
-      spec.size() > suffix.size() && spec.compare(spec.size() - suffix.size(), suffix.size(), suffix) == 0;
-  if (generated) spec.resize(spec.size() - suffix.size());
+  const bool generated = take_generated_suffix(spec);
   const errshim::CatalogPtr c = build(spec);
   const std::string message = generated ? kGeneratedMessage : kEmbeddedMessage;
   long found = 0;
@@ -202,21 +206,17 @@ int hits_child(std::string spec) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  constexpr const char* kHits = "--errshim-hits=";
-  if (argc == 2 && std::strncmp(argv[1], kHits, std::strlen(kHits)) == 0) {
 #ifdef ERRSHIM_GENERATED_LAYER_DIR
-    ::setenv("ERRSHIM_GENERATED_DIR", ERRSHIM_GENERATED_LAYER_DIR, 0);
+  ::setenv("ERRSHIM_GENERATED_DIR", ERRSHIM_GENERATED_LAYER_DIR, 0);  // an ERRSHIM_GENERATED_DIR given wins
 #endif
-    return hits_child(argv[1] + std::strlen(kHits));
-  }
   constexpr const char* kFlag = "--errshim-first-diagnosis=";
   constexpr const char* kRss = "--errshim-rss=";
+  constexpr const char* kHits = "--errshim-hits=";
   if (argc == 2 && std::strncmp(argv[1], kFlag, std::strlen(kFlag)) == 0)
     return first_diagnosis_child(argv[1] + std::strlen(kFlag));
   if (argc == 2 && std::strncmp(argv[1], kRss, std::strlen(kRss)) == 0) return rss_child(argv[1] + std::strlen(kRss));
-#ifdef ERRSHIM_GENERATED_LAYER_DIR
-  ::setenv("ERRSHIM_GENERATED_DIR", ERRSHIM_GENERATED_LAYER_DIR, 0);
-#endif
+  if (argc == 2 && std::strncmp(argv[1], kHits, std::strlen(kHits)) == 0)
+    return hits_child(argv[1] + std::strlen(kHits));
   const std::string self = "/proc/self/exe";
   char path[4096] = {};
   const ssize_t n = readlink(self.c_str(), path, sizeof path - 1);
