@@ -159,7 +159,7 @@ void expect_same(const Result& want, const Result& got, const std::string& how) 
     EXPECT_EQ(want.blocks[i], got.blocks[i]) << how << " block " << i;
 }
 
-// The stream scan, the mapped serial scan, and parallel scans with splits
+// The stream scan, the file scan on one thread, and parallel scans with splits
 // every few hundred bytes, all against the reference.
 void expect_equivalent(const std::string& log, const ScanOptions& options, const std::string& name) {
   const Result want = reference(log, options);
@@ -426,25 +426,27 @@ TEST(ScanEquivalence, SameBlocksAcrossReadBufferBoundaries) {
   expect_equivalent(log, {}, "long lines");
 }
 
-// A mapped file is scanned in regions of 8 MiB, each ending after a line
-// break found as the scan reaches it: blocks that straddle a region's end
-// come out as the line-by-line scanner gives them.
-TEST(ScanEquivalence, SameBlocksAcrossTheMappedScansRegions) {
+// A file is read a chunk of 256 KiB at a time, and split for threads into
+// parts of 4 MiB: blocks across a part's end and a read's end at the
+// default sizes come out as the line-by-line scanner gives them.
+TEST(ScanEquivalence, SameBlocksAcrossTheDefaultReadsAndParts) {
   const std::string noise = "2026-11-30 10:00:00,001 INFO server - a line of ordinary noise\n";
   const std::string block =
       "Traceback (most recent call last):\n  File \"a.py\", line 1, in <module>\n    f()\n"
       "ValueError: kv_cache_enabled=true is not supported\n";
   std::string log;
-  for (const std::size_t boundary : {std::size_t{8} << 20, std::size_t{16} << 20}) {
+  for (const std::size_t boundary : {std::size_t{256} << 10, std::size_t{4} << 20, std::size_t{8} << 20}) {
     while (log.size() + noise.size() < boundary - block.size() / 2) log += noise;
-    log += block;  // across the region's nominal end
+    log += block;  // across the read's and the part's nominal end
   }
-  while (log.size() < (17u << 20)) log += noise;
+  while (log.size() < (9u << 20)) log += noise;
   log += "RuntimeError: the last line, without a newline";
   const Result want = reference(log, {});
-  ASSERT_EQ(want.blocks.size(), 3u);
+  ASSERT_EQ(want.blocks.size(), 4u);
   const TempLog file(log);
-  expect_same(want, fast_file(file, {}, 1, 0), "regions file");
+  expect_same(want, fast_file(file, {}, 1, 0), "reads, one thread");
+  expect_same(want, fast_file(file, {}, 2, 0), "default parts, two threads");
+  expect_same_bytes(want, written_file(file, {}, 2, 0), "default parts, two threads, output");
 }
 
 // ------------------------------------------------------------ the kernels

@@ -564,7 +564,8 @@ TEST(ScanFile, AMissingFileThrowsSystemErrorNamingIt) {
   }
 }
 
-// A FIFO cannot be mapped: it is read as a stream, with the same result.
+// A FIFO cannot be split or read at offsets: it is read as a stream, with
+// the same result.
 TEST(ScanFile, ReadsAFifoAsAStream) {
   char dir[] = "/tmp/errshim-fifo-XXXXXX";
   ASSERT_NE(mkdtemp(dir), nullptr);
@@ -618,31 +619,46 @@ class BigLog {
   std::string dir_, path_;
 };
 
-// A log cut short while it is scanned (logrotate's copytruncate): read with
-// read() rather than mapped, the scan ends where the file now ends (through
-// a mapping, the next page read past the new end would raise SIGBUS).
-TEST(ScanFile, WithoutTheMappingALogCutShortWhileScannedEndsTheScan) {
+// A log cut short while it is scanned (logrotate's copytruncate): the scan
+// ends where the file now ends (a reader of a mapping would die with SIGBUS
+// at the first page past the new end), on one thread as a stream and split
+// across threads alike.
+struct CutShortCase {
+  const char* name;
+  bool map_file;  // off: a stream, one thread however many are asked for
+  unsigned threads;
+};
+
+class CutShort : public ::testing::TestWithParam<CutShortCase> {};
+
+TEST_P(CutShort, ALogCutShortWhileScannedEndsTheScan) {
   const BigLog log;
   struct stat st {};
   ASSERT_EQ(stat(log.path().c_str(), &st), 0);
   const auto size = static_cast<std::uint64_t>(st.st_size);
   errshim::ScanOptions options;
-  options.map_file = false;
-  options.threads = 2;  // no effect: a stream has one
+  options.map_file = GetParam().map_file;
   options.progress_every = 1;
   bool cut = false;
   options.on_progress = [&](std::uint64_t) {
     if (!cut) cut = ::truncate(log.path().c_str(), 0) == 0;
   };
   std::size_t blocks = 0;
-  const auto stats = errshim::scan_file(
-      log.path(), catalog(), [&](const ScanBlock&) { ++blocks; }, options);
+  // Parts of 64 KiB: the threads scan a few parts ahead of the first
+  // progress report, not the whole log.
+  const auto stats = errshim::detail::scan_file_parts(
+      log.path(), catalog(), [&](const ScanBlock&) { ++blocks; }, options, GetParam().threads, 64u << 10);
   ASSERT_TRUE(cut);
   EXPECT_GT(stats.bytes, 0u);
   EXPECT_LT(stats.bytes, size);  // what was read before the cut
   EXPECT_GT(blocks, 0u);
   EXPECT_LT(blocks, 400u);  // the whole log has 400
 }
+
+INSTANTIATE_TEST_SUITE_P(ScanFile, CutShort,
+                         ::testing::Values(CutShortCase{"OneThread", true, 1}, CutShortCase{"TwoThreads", true, 2},
+                                           CutShortCase{"MapFileOff", false, 2}),
+                         [](const ::testing::TestParamInfo<CutShortCase>& i) { return std::string(i.param.name); });
 
 // A visitor's exception ends a parallel scan too (the workers are stopped
 // and joined), and nothing after the throwing block is visited.

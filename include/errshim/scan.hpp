@@ -4,7 +4,7 @@
 //   std::ifstream log("serve.log", std::ios::binary);
 //   errshim::scan(log, "serve.log", *errshim::Catalog::embedded(),
 //                 [&](const errshim::ScanBlock& b) { summary.add(b); });
-//   // or, by path (mapped, -j style threads):
+//   // or, by path (-j style threads):
 //   errshim::scan_file("serve.log", *errshim::Catalog::embedded(),
 //                      [&](const errshim::ScanBlock& b) { summary.add(b); });
 //   fmt::print("{}", summary.to_text());
@@ -15,8 +15,9 @@
 // block is handed to the visitor as soon as it ends, so output can stream.
 // Lines are classified only where a literal search over the bytes finds a
 // marker that can open a block (see src/report/scan_candidates.hpp); the result is
-// the same as classifying every line. scan_file() maps the file (unless
-// ScanOptions::map_file is off) and can split it across threads.
+// the same as classifying every line. scan_file() reads the file with
+// read() and pread(), never through a mapping, and can split it across
+// threads.
 #pragma once
 
 #include <cstddef>
@@ -79,12 +80,12 @@ struct ScanOptions {
   // Texts over match_cache_text_bytes are not kept. 0 entries: no cache.
   std::size_t match_cache_entries = 128;
   std::size_t match_cache_text_bytes = 8u << 10;
-  // scan_file() reads a regular file through a memory mapping, the fastest
-  // way. A file cut short while it is mapped (logrotate's copytruncate)
-  // kills the process with SIGBUS on the next page read past its new end,
-  // as with any mapping (ripgrep's --mmap warns of the same). Off: the file
-  // is read with read(), as a stream, on one thread; a file cut short then
-  // ends the scan where it now ends.
+  // Off: scan_file() reads a regular file as a stream on one thread,
+  // whatever `threads` says. The name is kept from when files were read
+  // through a memory mapping (which a file cut short while mapped, as by
+  // logrotate's copytruncate, killed with SIGBUS); files are no longer
+  // mapped, and a file cut short while it is scanned ends the scan where it
+  // now ends either way.
   bool map_file = true;
 };
 
@@ -128,9 +129,9 @@ struct BlockOutput {
 ScanStats scan(std::istream& in, std::string_view file, const Catalog& catalog, const BlockVisitor& visit,
                const ScanOptions& options = {});
 
-// The same for a file given by path, read through a memory mapping when it
-// is a regular file and options.map_file is on (other files, FIFOs among
-// them, are read as a stream), and scanned with options.threads threads.
+// The same for a file given by path. A regular file is scanned with
+// options.threads threads, each reading its parts with pread(); other
+// files, FIFOs among them, are read as a stream.
 // Blocks name the file `path`.
 // Throws std::system_error when the file cannot be opened or read.
 ScanStats scan_file(const std::string& path, const Catalog& catalog, const BlockVisitor& visit,

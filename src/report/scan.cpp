@@ -21,20 +21,18 @@
 #include <istream>
 #include <memory>
 #include <mutex>
-#include <optional>
 #include <system_error>
 #include <thread>
 #include <unordered_map>
 #include <utility>
 
 #if defined(__unix__) || defined(__APPLE__)
-#define ERRSHIM_SCAN_MMAP 1
+#define ERRSHIM_SCAN_POSIX 1
 #include <fcntl.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #else
-#define ERRSHIM_SCAN_MMAP 0
+#define ERRSHIM_SCAN_POSIX 0
 #endif
 
 #include <fmt/format.h>
@@ -69,7 +67,9 @@ namespace {
 using sv = std::string_view;
 constexpr std::size_t npos = sv::npos;
 
-constexpr std::size_t kReadChunk = 1u << 20;
+// A read's size: small enough that the bytes read are still in the core's
+// cache when they are scanned.
+constexpr std::size_t kReadChunk = 256u << 10;
 constexpr std::size_t kMaxMessageLines = 40;  // unmarked lines taken as one message's continuation
 constexpr std::size_t kMaxHeldBlanks = 2;  // blank lines a block may bridge (Python chains use one)
 constexpr std::size_t kLookBackLines = 8;  // lines above "Exception raised from" taken as its message
@@ -553,12 +553,13 @@ const void* last_newline(const char* p, std::size_t n) {
 #endif
 }
 
+// A line's bytes kept: the rest of a longer line is cut.
+std::size_t max_line_of(const ScanOptions& options) { return std::max<std::size_t>(options.max_line_bytes, 256); }
+
 class Driver {
  public:
   Driver(std::string_view file, const Catalog& catalog, const ScanOptions& options, BlockSink sink)
-      : max_line_(std::max<std::size_t>(options.max_line_bytes, 256)),
-        sink_(std::move(sink)),
-        scanner_(file, catalog, forward_, options, stats_) {}
+      : max_line_(max_line_of(options)), sink_(std::move(sink)), scanner_(file, catalog, forward_, options, stats_) {}
   Driver(const Driver&) = delete;
   Driver& operator=(const Driver&) = delete;
 
@@ -778,6 +779,78 @@ struct Target {
   const BlockOutput* output = nullptr;
 };
 
+// Room for reads, left unwritten until read into: zeroing it first touched
+// every page of it before the first byte was read, which for a short log
+// was most of the scan's cost.
+class ReadBuffer {
+ public:
+  void reserve(std::size_t n) {
+    if (n <= size_) return;
+    data_.reset(new char[n]);
+    size_ = n;
+  }
+  char* data() noexcept { return data_.get(); }
+
+ private:
+  std::unique_ptr<char[]> data_;
+  std::size_t size_ = 0;
+};
+
+// Runs `driver` over the lines of the bytes `read(dst, n)` gives (up to n
+// of them; 0 at the end), up to `chunk` bytes a read into `buf`: a chunk's
+// unfinished last line is carried into the next read, and of a line longer
+// than `max_line` only its first max_line bytes are kept (the rest passes
+// unread into memory). `chunk_done(bytes)` after each read. A last line
+// without '\n' counts. False when the driver's quiet hook stopped it.
+template <class Read, class Done>
+bool run_chunks(Driver& driver, ReadBuffer& buf, std::size_t chunk, std::size_t max_line, Read&& read,
+                Done&& chunk_done) {
+  buf.reserve(chunk + max_line);
+  std::size_t have = 0;
+  bool skipping = false;  // inside a line longer than max_line, its head in `head`
+  std::string head;
+  for (;;) {
+    const std::size_t got = read(buf.data() + have, chunk);
+    if (got == 0) break;
+    const char* b = buf.data();
+    const char* e = buf.data() + have + got;
+    if (skipping) {
+      const void* nl = std::memchr(b, '\n', static_cast<std::size_t>(e - b));
+      if (nl == nullptr) {
+        have = 0;
+        chunk_done(got);
+        continue;
+      }
+      driver.line(head, true);
+      skipping = false;
+      b = static_cast<const char*>(nl) + 1;
+    }
+    const void* last = b < e ? last_newline(b, static_cast<std::size_t>(e - b)) : nullptr;
+    const char* tail = b;
+    if (last != nullptr) {
+      tail = static_cast<const char*>(last) + 1;
+      if (!driver.run(b, tail, false)) return false;
+      driver.end_region();
+    }
+    const std::size_t rest = static_cast<std::size_t>(e - tail);
+    if (rest > max_line) {
+      head.assign(tail, max_line);
+      skipping = true;
+      have = 0;
+    } else {
+      std::memmove(buf.data(), tail, rest);
+      have = rest;
+    }
+    chunk_done(got);
+  }
+  if (skipping) {
+    driver.line(head, true);
+  } else if (have > 0) {
+    return driver.run(buf.data(), buf.data() + have, true);
+  }
+  return true;
+}
+
 // scan() on a stream, `region_done` called after each read's blocks.
 ScanStats scan_stream(std::istream& in, std::string_view file, const Catalog& catalog, const BlockVisitor& visit,
                       const ScanOptions& options, const std::function<void()>& region_done) {
@@ -789,57 +862,23 @@ ScanStats scan_stream(std::istream& in, std::string_view file, const Catalog& ca
   });
   MatchCache cache(options);
   driver.set_cache(&cache);
-  const std::size_t max_line = std::max<std::size_t>(options.max_line_bytes, 256);
   Progress progress{options};
-  // The buffer holds the unfinished last line of the previous read (at most
-  // max_line bytes: of a longer line only its head is kept) and a new read.
-  std::string buf(kReadChunk + max_line, '\0');
-  std::size_t have = 0;
-  bool skipping = false;  // inside a line longer than max_line, its head in `head`
-  std::string head;
+  ReadBuffer buf;
   std::streambuf* sb = in.rdbuf();
-  while (sb != nullptr) {
-    // sgetn on the buffer: no sentry or formatting work per chunk, and a
-    // short read is the end of input.
-    const std::streamsize got = sb->sgetn(buf.data() + have, static_cast<std::streamsize>(kReadChunk));
-    if (got <= 0) break;
-    stats.bytes += static_cast<std::uint64_t>(got);
-    const char* b = buf.data();
-    const char* e = buf.data() + have + static_cast<std::size_t>(got);
-    if (skipping) {
-      const void* nl = std::memchr(b, '\n', static_cast<std::size_t>(e - b));
-      if (nl == nullptr) {
-        have = 0;
-        progress(stats.bytes);
-        continue;
-      }
-      driver.line(head, true);
-      skipping = false;
-      b = static_cast<const char*>(nl) + 1;
-    }
-    const void* last = b < e ? last_newline(b, static_cast<std::size_t>(e - b)) : nullptr;
-    const char* tail = b;
-    if (last != nullptr) {
-      tail = static_cast<const char*>(last) + 1;
-      driver.run(b, tail, false);
-      driver.end_region();
-      if (region_done) region_done();
-    }
-    const std::size_t rest = static_cast<std::size_t>(e - tail);
-    if (rest > max_line) {
-      head.assign(tail, max_line);
-      skipping = true;
-      have = 0;
-    } else {
-      std::memmove(buf.data(), tail, rest);
-      have = rest;
-    }
-    progress(stats.bytes);
-  }
-  if (skipping) {
-    driver.line(head, true);
-  } else if (have > 0) {
-    driver.run(buf.data(), buf.data() + have, true);
+  if (sb != nullptr) {
+    run_chunks(
+        driver, buf, kReadChunk, max_line_of(options),
+        [&](char* dst, std::size_t n) -> std::size_t {
+          // sgetn on the buffer: no sentry or formatting work per chunk, and
+          // a short read is the end of input.
+          const std::streamsize got = sb->sgetn(dst, static_cast<std::streamsize>(n));
+          return got > 0 ? static_cast<std::size_t>(got) : 0;
+        },
+        [&](std::size_t got) {
+          stats.bytes += got;
+          if (region_done) region_done();
+          progress(stats.bytes);
+        });
   }
   driver.finish();
   if (region_done) region_done();
@@ -866,7 +905,7 @@ ScanStats scan(std::istream& in, std::string_view file, const Catalog& catalog, 
 
 namespace {
 
-#if ERRSHIM_SCAN_MMAP
+#if ERRSHIM_SCAN_POSIX
 [[noreturn]] void cannot_read(const std::string& path, int err);
 
 struct Closer {
@@ -876,102 +915,28 @@ struct Closer {
   ~Closer() { ::close(fd); }
 };
 
-// A read-only mapping of a whole file. Pages done with are given back
-// (MADV_DONTNEED; touching them again reads them from the page cache), so
-// resident memory stays near the parts being scanned, not the file size.
-class Mapping {
- public:
-  Mapping(int fd, std::size_t size) : size_(size) {
-    void* p = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
-    if (p == MAP_FAILED) return;
-    data_ = static_cast<const char*>(p);
-    ::madvise(p, size, MADV_SEQUENTIAL);
+// Up to n bytes of the file at `at`, fewer only at its end (a file cut
+// short while it is read just ends sooner).
+std::size_t pread_full(int fd, char* dst, std::size_t n, std::uint64_t at, const std::string& path) {
+  std::size_t got = 0;
+  while (got < n) {
+    const ssize_t r = ::pread(fd, dst + got, n - got, static_cast<off_t>(at + got));
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0) cannot_read(path, errno);
+    if (r == 0) break;
+    got += static_cast<std::size_t>(r);
   }
-  Mapping(const Mapping&) = delete;
-  Mapping& operator=(const Mapping&) = delete;
-  ~Mapping() {
-    if (data_ != nullptr) ::munmap(const_cast<char*>(data_), size_);
-  }
-  const char* data() const noexcept { return data_; }
-  // Gives back the whole 2 MiB steps inside [b, e).
-  void release(const char* b, const char* e) const noexcept {
-    constexpr std::size_t kStep = 2u << 20;
-    const std::size_t lo = (static_cast<std::size_t>(b - data_) + kStep - 1) / kStep * kStep;
-    const std::size_t hi = static_cast<std::size_t>(e - data_) / kStep * kStep;
-    if (hi > lo) ::madvise(const_cast<char*>(data_) + lo, hi - lo, MADV_DONTNEED);
-  }
-
-  // Gives back the pages before `p`, in whole 2 MiB steps from the start:
-  // the page cache may hold a file in large folios, and giving back pieces
-  // of one left all of it mapped.
-  void release_before(const char* p) noexcept {
-    constexpr std::size_t kStep = 2u << 20;
-    const std::size_t upto = static_cast<std::size_t>(p - data_) / kStep * kStep;
-    if (upto <= released_) return;
-    ::madvise(const_cast<char*>(data_) + released_, upto - released_, MADV_DONTNEED);
-    released_ = upto;
-  }
-
- private:
-  const char* data_ = nullptr;
-  std::size_t size_;
-  std::size_t released_ = 0;
-};
-
-// The end of the region of about `part` bytes from p (a line start): just
-// after the first '\n' at or past p + part, else e. Found as the scan gets
-// there: finding every region's end up front touched a page every `part`
-// bytes, and with the page cache in large folios each touch maps a whole
-// folio: a large log was mostly resident before its first line.
-const char* region_end(const char* p, const char* e, std::size_t part) {
-  if (static_cast<std::size_t>(e - p) <= part) return e;
-  const char* const q = p + part;
-  const void* nl = std::memchr(q - 1, '\n', static_cast<std::size_t>(e - q + 1));
-  return nl != nullptr ? static_cast<const char*>(nl) + 1 : e;
-}
-
-ScanStats scan_mapped_serial(Mapping& map, std::size_t size, const std::string& path, const Catalog& catalog,
-                             const Target& target, const ScanOptions& options) {
-  constexpr std::size_t kRegion = 8u << 20;
-  ScanStats stats;
-  stats.bytes = size;
-  std::optional<Buffered> out;
-  if (target.output != nullptr) out.emplace(*target.output);
-  Driver driver(path, catalog, options, [&](ScanBlock& b) {
-    ++stats.blocks;
-    if (b.diagnosis) ++stats.matched;
-    if (out) {
-      out->add(b);
-    } else {
-      (*target.visit)(b);
-    }
-  });
-  MatchCache cache(options);
-  driver.set_cache(&cache);
-  Progress progress{options};
-  const char* const base = map.data();
-  const char* const end = base + size;
-  for (const char* b = base; b < end;) {
-    const char* const e = region_end(b, end, kRegion);
-    driver.run(b, e, e == end);
-    driver.end_region();
-    if (out) out->flush();
-    map.release_before(e);
-    progress(static_cast<std::uint64_t>(e - base));
-    b = e;
-  }
-  driver.finish();
-  if (out) out->flush();
-  stats.lines = driver.lines();
-  progress.end(size);
-  return stats;
+  return got;
 }
 
 // One part of a file scanned by a worker from a fresh scanner, its blocks
 // kept until the part before it has been handed out.
 struct Part {
-  const char* begin = nullptr;
-  const char* end = nullptr;
+  // The part's bytes are [begin, end) of the file; its first lines are kept
+  // in `head` (up to `rest`) for the scan coming from the part before, which
+  // reads the rest from the file only if it goes on past them.
+  std::uint64_t begin = 0, rest = 0, end = 0;
+  std::string head;
   bool final = false;
   unsigned owner = 0;  // the worker that scanned it
   std::unique_ptr<Driver> driver;
@@ -1034,33 +999,40 @@ std::uint64_t first_quiet(const std::vector<std::pair<std::uint64_t, std::uint64
 // are the same as a continued scan's, and its scanner goes on. With an
 // output, the blocks handed out for a part are rendered by a worker (a
 // unit), and this thread writes the units in order.
-ScanStats scan_mapped_parallel(Mapping& map, std::size_t size, unsigned threads, std::size_t part_bytes,
-                               const std::string& path, const Catalog& catalog, const Target& target,
-                               const ScanOptions& options) {
-  ScanStats stats;
-  stats.bytes = size;
-  const char* const base = map.data();
+ScanStats scan_file_parallel(int fd, std::size_t size, unsigned threads, std::size_t part_bytes,
+                             const std::string& path, const Catalog& catalog, const Target& target,
+                             const ScanOptions& options) {
+  ScanStats stats;  // its bytes: those read (fewer than `size` if the file is cut short meanwhile)
   // This thread waits for each part in turn, a sleep and a wake-up each;
   // parts of 4 MiB halve those of 2 MiB for no more resident memory.
   if (part_bytes == 0) part_bytes = 4u << 20;
   // Part i starts after the first '\n' at or after i * part_bytes (part 0
-  // at 0), found by the worker that takes it: finding them all up front
-  // would touch the whole file at once, and looking at the byte before would
-  // map again pages already given back.
+  // at 0) and ends where part i + 1 starts, found by the worker that takes
+  // it. Workers read their parts with pread() a chunk at a time into a
+  // buffer that stays in the core's cache; a mapping shared by the threads
+  // cost page faults, and giving its pages back a TLB flush on every core,
+  // work that grew with the threads (README.md, "Scanning logs"). Tests'
+  // small parts get small chunks and heads, so that their splits fall
+  // everywhere.
   std::vector<Part> parts((size + part_bytes - 1) / part_bytes);
-  const auto line_start_from = [&](std::size_t at) -> const char* {
-    if (at == 0) return base;
-    if (at >= size) return base + size;
-    const void* nl = std::memchr(base + at, '\n', size - at);
-    return nl != nullptr ? static_cast<const char*>(nl) + 1 : base + size;
-  };
+  const std::size_t chunk = std::clamp<std::size_t>(part_bytes / 4, 64, kReadChunk);
+  const std::size_t head_max = std::clamp<std::size_t>(part_bytes / 4, 16, 64u << 10);
+  const std::size_t max_line = max_line_of(options);
   // Parts scanned ahead of the one handed out, and units not yet written,
   // bounding memory. The window lets a worker go on while this thread waits
   // for a core: with one part per worker it stalled.
   const std::size_t window = 2 * std::size_t{threads} + 4;
   const std::size_t max_units = threads;
+  // Each side is woken only for what it waits for: on this VM a wake-up
+  // across cores is an IPI, and waking everyone at every change (a part
+  // done, a unit rendered, a part handed out) cost more CPU than the
+  // hand-overs themselves.
   std::mutex mu;
-  std::condition_variable cv;
+  std::condition_variable main_cv;  // this thread: the part it hands out next, the unit it writes next
+  std::condition_variable work_cv;  // idle workers: a part to scan, a unit to render, the stop
+  std::size_t waited_part = npos;  // what this thread waits for, if it does
+  const Unit* waited_unit = nullptr;
+  unsigned idle = 0;  // workers waiting on work_cv
   std::size_t next = 0, handed = 0;
   bool stop = false;
   std::deque<Unit> units;  // handed out, not yet written; a deque keeps the others in place
@@ -1069,11 +1041,60 @@ ScanStats scan_mapped_parallel(Mapping& map, std::size_t size, unsigned threads,
   // freed by another thread contend for the allocator's locks.
   std::vector<std::deque<Unit*>> to_render(threads);
   std::vector<std::string> spare;  // written units' buffers, reused: no regrowing, no fresh pages
-  // Workers scan their parts in the mapping, as the serial scan does. They
-  // once read them with pread() into buffers of their own, to spare the
-  // shared mapping its page faults and the TLB flushes of giving pages
-  // back; but the copy cost each worker about as much as the scan itself,
-  // and two workers gained little over one (README.md, "Scanning logs").
+  // Reads part i into `part` and scans it with `driver`, through `buf`.
+  const auto read_part = [&](std::size_t i, Part& part, Driver& driver, ReadBuffer& buf) {
+    const std::uint64_t lo = i * part_bytes;
+    const std::uint64_t limit = std::min<std::uint64_t>(lo + part_bytes, size);  // where part i + 1 is looked for
+    std::uint64_t pos = lo;
+    if (i > 0) {  // after the first '\n' at or after lo; none before `limit`: the part is empty
+      buf.reserve(chunk + max_line);
+      bool found = false;
+      // A line is usually short: a small first read, larger ones after.
+      for (std::size_t want = std::min<std::size_t>(chunk, 4096); !found && pos < limit;
+           want = std::min(chunk, want * 4)) {
+        const std::size_t got = pread_full(fd, buf.data(), std::min<std::uint64_t>(want, limit - pos), pos, path);
+        if (got == 0) break;
+        const void* nl = std::memchr(buf.data(), '\n', got);
+        found = nl != nullptr;
+        pos += found ? static_cast<std::size_t>(static_cast<const char*>(nl) - buf.data()) + 1 : got;
+      }
+      if (!found) {
+        part.begin = part.rest = part.end = pos;
+        part.final = pos >= size;
+        return;
+      }
+    }
+    part.begin = pos;
+    bool ended = false;
+    run_chunks(
+        driver, buf, chunk, max_line,
+        [&](char* dst, std::size_t n) -> std::size_t {
+          if (ended) return 0;
+          std::size_t got = pread_full(fd, dst, std::min<std::uint64_t>(n, size - pos), pos, path);
+          if (pos + got > limit) {  // the part ends after the first '\n' at or after `limit`
+            const std::size_t from = static_cast<std::size_t>(std::max(pos, limit) - pos);
+            const void* nl = std::memchr(dst + from, '\n', got - from);
+            if (nl != nullptr) {
+              got = static_cast<std::size_t>(static_cast<const char*>(nl) - dst) + 1;
+              ended = true;
+            }
+          }
+          if (got == 0) ended = true;
+          if (part.head.size() < head_max) part.head.append(dst, std::min(got, head_max - part.head.size()));
+          pos += got;
+          return got;
+        },
+        [](std::size_t) {});
+    part.end = pos;
+    part.final = pos >= size;
+    // The head keeps whole lines (or, a part that fits, all of it).
+    if (part.begin + part.head.size() < part.end) {
+      const void* nl = last_newline(part.head.data(), part.head.size());
+      part.head.resize(nl != nullptr ? static_cast<std::size_t>(static_cast<const char*>(nl) - part.head.data()) + 1
+                                     : 0);
+    }
+    part.rest = part.begin + part.head.size();
+  };
   const auto render = [&](Unit& u) {
     try {
       for (const ScanBlock& b : u.blocks) target.output->render(b, u.bytes);
@@ -1089,22 +1110,30 @@ ScanStats scan_mapped_parallel(Mapping& map, std::size_t size, unsigned threads,
     }
     std::vector<ScanBlock>().swap(u.blocks);  // (`= {}` would keep the capacity)
     std::vector<Part::Found>().swap(u.found);
+    bool wake = false;
     {
       std::lock_guard<std::mutex> lock(mu);
       u.rendered = true;
+      wake = waited_unit == &u;
     }
-    cv.notify_all();
+    if (wake) main_cv.notify_one();
   };
 
   const auto work = [&](unsigned me) {
     MatchCache cache(options);
+    ReadBuffer buf;
     std::deque<Unit*>& mine = to_render[me];
     for (;;) {
       std::size_t i = 0;
       Unit* unit = nullptr;
       {
         std::unique_lock<std::mutex> lock(mu);
-        cv.wait(lock, [&] { return stop || !mine.empty() || (next < parts.size() && next < handed + window); });
+        const auto ready = [&] { return stop || !mine.empty() || (next < parts.size() && next < handed + window); };
+        if (!ready()) {
+          ++idle;
+          work_cv.wait(lock, ready);
+          --idle;
+        }
         if (stop) return;
         if (!mine.empty()) {
           unit = mine.front();
@@ -1120,9 +1149,6 @@ ScanStats scan_mapped_parallel(Mapping& map, std::size_t size, unsigned threads,
       Part& part = parts[i];
       part.owner = me;
       try {
-        const char* const b = part.begin = line_start_from(i * part_bytes);
-        const char* const e = part.end = std::max(b, line_start_from((i + 1) * part_bytes));
-        part.final = e == base + size;  // a last line without a newline is this part's
         auto driver = std::make_unique<Driver>(path, catalog, options, nullptr);
         Driver* d = driver.get();
         driver->set_sink([&part, d](ScanBlock& b) {
@@ -1131,21 +1157,19 @@ ScanStats scan_mapped_parallel(Mapping& map, std::size_t size, unsigned threads,
         driver->set_cache(&cache);
         driver->set_keep_verdicts(true);
         driver->record_active();
-        driver->run(b, e, part.final);
-        driver->end_region();
+        read_part(i, part, *driver, buf);
         part.lines = driver->lines();
         part.driver = std::move(driver);
-        // Done with but the part's head, which the scan coming from the part
-        // before reads again (a page given back is read back).
-        map.release(part.begin + (64u << 10), part.end);
       } catch (...) {
         part.error = std::current_exception();
       }
+      bool wake = false;
       {
         std::lock_guard<std::mutex> lock(mu);
         part.done = true;
+        wake = waited_part == i;
       }
-      cv.notify_all();
+      if (wake) main_cv.notify_one();
     }
   };
   std::vector<std::thread> pool;
@@ -1154,7 +1178,7 @@ ScanStats scan_mapped_parallel(Mapping& map, std::size_t size, unsigned threads,
       std::lock_guard<std::mutex> lock(mu);
       stop = true;
     }
-    cv.notify_all();
+    work_cv.notify_all();
     for (std::thread& t : pool) t.join();
     pool.clear();
   };
@@ -1169,19 +1193,25 @@ ScanStats scan_mapped_parallel(Mapping& map, std::size_t size, unsigned threads,
       (*target.visit)(b);
     }
   };
-  const auto hand_out = [&] {
-    if (pending.blocks.empty() && pending.found.empty()) return;
+  // Hands out `pending` (if it has blocks) and parts up to `upto`.
+  const auto hand_out = [&](std::size_t upto) {
+    const bool any = !pending.blocks.empty() || !pending.found.empty();
+    bool wake = false;
     {
       std::lock_guard<std::mutex> lock(mu);
-      units.push_back(std::move(pending));
-      if (!spare.empty()) {
-        units.back().bytes = std::move(spare.back());
-        spare.pop_back();
+      if (any) {
+        units.push_back(std::move(pending));
+        if (!spare.empty()) {
+          units.back().bytes = std::move(spare.back());
+          spare.pop_back();
+        }
+        to_render[units.back().owner].push_back(&units.back());
       }
-      to_render[units.back().owner].push_back(&units.back());
+      handed = upto;
+      wake = idle > 0;
     }
-    pending = Unit{};
-    cv.notify_all();
+    if (any) pending = Unit{};
+    if (wake) work_cv.notify_all();
   };
   // Writes the units rendered at the front, waiting while more than `keep`
   // are left.
@@ -1191,7 +1221,11 @@ ScanStats scan_mapped_parallel(Mapping& map, std::size_t size, unsigned threads,
       {
         std::unique_lock<std::mutex> lock(mu);
         if (units.empty()) return;
-        if (units.size() > keep) cv.wait(lock, [&] { return units.front().rendered; });
+        if (units.size() > keep && !units.front().rendered) {
+          waited_unit = &units.front();
+          main_cv.wait(lock, [&] { return units.front().rendered; });
+          waited_unit = nullptr;
+        }
         if (!units.front().rendered) return;
         u = &units.front();
       }
@@ -1209,6 +1243,7 @@ ScanStats scan_mapped_parallel(Mapping& map, std::size_t size, unsigned threads,
     for (unsigned t = 0; t < n_threads; ++t) pool.emplace_back(work, t);
     Progress progress{options};
     MatchCache cache(options);  // for the scanner this thread takes over
+    ReadBuffer buf;  // for a part's rest, when the scan coming from the part before goes on past its head
     std::unique_ptr<Driver> current;
     std::uint64_t current_base = 0;  // lines before the part the current driver started in
     std::uint64_t lines_before = 0;  // lines before part i
@@ -1216,7 +1251,11 @@ ScanStats scan_mapped_parallel(Mapping& map, std::size_t size, unsigned threads,
       Part& part = parts[i];
       {
         std::unique_lock<std::mutex> lock(mu);
-        cv.wait(lock, [&] { return part.done; });
+        if (!part.done) {
+          waited_part = i;
+          main_cv.wait(lock, [&] { return part.done; });
+          waited_part = npos;
+        }
       }
       if (part.error) std::rethrow_exception(part.error);
       std::uint64_t from = 0;  // the part's blocks opened at this line or later are handed out
@@ -1229,7 +1268,20 @@ ScanStats scan_mapped_parallel(Mapping& map, std::size_t size, unsigned threads,
           const std::uint64_t q = first_quiet(part.driver->active(), lo > shift ? lo - shift : 1, hi - shift);
           return q == 0 ? 0 : q + shift;
         });
-        const bool stopped = !current->run(part.begin, part.end, part.final);
+        const bool whole = part.rest == part.end;  // the head is all of the part
+        bool stopped = !current->run(part.head.data(), part.head.data() + part.head.size(), part.final && whole);
+        if (!stopped && !whole) {
+          current->end_region();
+          std::uint64_t pos = part.rest;
+          stopped = !run_chunks(
+              *current, buf, chunk, max_line,
+              [&](char* dst, std::size_t n) -> std::size_t {
+                const std::size_t got = pread_full(fd, dst, std::min<std::uint64_t>(n, part.end - pos), pos, path);
+                pos += got;
+                return got;
+              },
+              [](std::size_t) {});
+        }
         if (stopped) from = current->stopped_at() - shift;
         current->set_quiet_hook(nullptr);
         if (from == 0) current->end_region();
@@ -1266,25 +1318,21 @@ ScanStats scan_mapped_parallel(Mapping& map, std::size_t size, unsigned threads,
       // would hold on to its own.
       std::vector<Part::Found>().swap(part.blocks);
       part.driver.reset();
-      map.release_before(part.end);
+      std::string().swap(part.head);
       lines_before += part.lines;
       pending.owner = part.owner;
-      hand_out();
-      {
-        std::lock_guard<std::mutex> lock(mu);
-        handed = i + 1;
-      }
-      cv.notify_all();
+      hand_out(i + 1);
       if (target.output != nullptr) write_units(max_units);
-      progress(static_cast<std::uint64_t>(part.end - base));
+      stats.bytes += part.end - part.begin;
+      progress(stats.bytes);
     }
     if (current) current->finish();
     if (!parts.empty()) pending.owner = parts.back().owner;
-    hand_out();
+    hand_out(parts.size());
     if (target.output != nullptr) write_units(0);
     join();
     stats.lines = lines_before;
-    progress.end(size);
+    progress.end(stats.bytes);
   } catch (...) {
     join();
     throw;
@@ -1293,7 +1341,7 @@ ScanStats scan_mapped_parallel(Mapping& map, std::size_t size, unsigned threads,
 }
 #endif
 
-#if ERRSHIM_SCAN_MMAP
+#if ERRSHIM_SCAN_POSIX
 // A stream over an open file descriptor: a FIFO is read through the
 // descriptor that opened it (opened again, its writer may be gone).
 class FdBuf : public std::streambuf {
@@ -1354,38 +1402,35 @@ ScanStats scan_stream_to(std::istream& in, const std::string& path, const Catalo
 
 ScanStats scan_path(const std::string& path, const Catalog& catalog, const Target& target, const ScanOptions& options,
                     unsigned threads, std::size_t part_bytes) {
-#if ERRSHIM_SCAN_MMAP
+#if ERRSHIM_SCAN_POSIX
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) cannot_read(path, errno);
   struct stat st {};
   const bool regular = ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0;
   if (regular && options.map_file) {
     const auto size = static_cast<std::size_t>(st.st_size);
-    const Closer closer{fd};
-    Mapping map(fd, size);
-    if (map.data() != nullptr) {
-      if (threads == 0)
-        threads = size >= ScanOptions::kParallelFrom ? std::max(1u, std::thread::hardware_concurrency()) : 1u;
-      if (threads > 1) return scan_mapped_parallel(map, size, threads, part_bytes, path, catalog, target, options);
-      return scan_mapped_serial(map, size, path, catalog, target, options);
+    if (threads == 0)
+      threads = size >= ScanOptions::kParallelFrom ? std::max(1u, std::thread::hardware_concurrency()) : 1u;
+    if (threads > 1) {
+      const Closer closer{fd};
+      return scan_file_parallel(fd, size, threads, part_bytes, path, catalog, target, options);
     }
-  } else {
-    // Not mappable (a FIFO, an empty or /proc file), or not to be mapped:
-    // read as a stream.
-    FdBuf buf(fd);
-    std::istream in(&buf);
-    const ScanStats stats = scan_stream_to(in, path, catalog, target, options);
-    if (buf.error() != 0) cannot_read(path, buf.error());
-    return stats;
   }
+  // One thread, or not a regular file (a FIFO, an empty or /proc file):
+  // read as a stream.
+  FdBuf buf(fd);
+  std::istream in(&buf);
+  const ScanStats stats = scan_stream_to(in, path, catalog, target, options);
+  if (buf.error() != 0) cannot_read(path, buf.error());
+  return stats;
 #else
   (void)threads;
   (void)part_bytes;
-#endif
-  // A failed mapping, or no mappings on this platform: a stream.
+  // No POSIX file calls on this platform: a stream.
   std::ifstream in(path, std::ios::binary);
   if (!in) cannot_read(path, errno);
   return scan_stream_to(in, path, catalog, target, options);
+#endif
 }
 
 }  // namespace

@@ -236,7 +236,7 @@ int scan(const ScanOpts& a) {
         if (bar) (*bar)(done);
       };
     const auto visit = [&](const errshim::ScanBlock& block) { summary.add(block); };
-    // A named file by path: mapped, and split across threads when large.
+    // A named file by path: split across threads when large.
     errshim::ScanStats stats;
     if (a.json) {
       stats = from_stdin ? errshim::scan(std::cin, name, *catalog, json_out, options)
@@ -267,8 +267,9 @@ Command add_scan(CLI::App& root) {
                   "scan each file with N threads (default: the core count for files of 64 MiB or more)")
       ->check(CLI::Range(1u, 256u));
   cmd->add_flag("--no-mmap", o->no_mmap,
-                "read files with read(), one thread, not through a memory mapping: for logs that may be truncated "
-                "while scanned (logrotate's copytruncate), which kills a mapping's reader with SIGBUS");
+                "read each file as a stream on one thread, whatever -j says (files are no longer memory-mapped, so "
+                "a log truncated while scanned just ends the scan, with or without it; kept for scripts that pass "
+                "it)");
   cmd->add_flag("--follow", o->follow,
                 "stream: print each block's JSON line as soon as it is complete; FILE is followed as it grows and "
                 "reopened when rotated or truncated, '-' is read to its end; ends cleanly on SIGTERM or SIGINT, "
