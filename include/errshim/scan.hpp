@@ -107,8 +107,9 @@ struct BlockOutput {
   // unguarded.
   std::function<void(const ScanBlock& block, std::string& out)> render;
   // Called on the calling thread in log order with the bytes of whole blocks:
-  // at the end of each read of a stream, each part of a file, and whenever
-  // kFlushBytes have gathered.
+  // at the end of each read of a stream (about 256 KiB), for a file split
+  // across threads in pieces of about that size, and whenever kFlushBytes
+  // have gathered.
   std::function<void(std::string_view bytes)> write;
   static constexpr std::size_t kFlushBytes = 1u << 20;
 };

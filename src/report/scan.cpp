@@ -972,7 +972,7 @@ struct Unit {
   std::vector<ScanBlock> blocks;
   std::vector<Part::Found> found;
   std::uint64_t from = 0, line_offset = 0;
-  std::string bytes;
+  std::vector<std::string> pieces;  // the rendered bytes, whole blocks in each
   bool rendered = false;
   std::exception_ptr error;
 };
@@ -1040,7 +1040,25 @@ ScanStats scan_file_parallel(int fd, std::size_t size, unsigned threads, std::si
   // worker that scanned its part, which allocated most of its blocks: blocks
   // freed by another thread contend for the allocator's locks.
   std::vector<std::deque<Unit*>> to_render(threads);
-  std::vector<std::string> spare;  // written units' buffers, reused: no regrowing, no fresh pages
+  // Rendered bytes go into pieces of about a read's size (`chunk`: tests'
+  // small parts get small pieces, several to a unit), taken from those
+  // written before (the last written first, likely still in a cache): a
+  // unit's bytes in one string grew by doubling into fresh pages, and a
+  // page's first touch is dear (README.md, "Scanning logs").
+  std::vector<std::string> spare;  // written pieces, emptied, for the next renders
+  const std::size_t max_spare = (max_units + 2) * (part_bytes / chunk + 2);
+  const auto take_piece = [&] {
+    std::string piece;
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      if (!spare.empty()) {
+        piece = std::move(spare.back());
+        spare.pop_back();
+      }
+    }
+    if (piece.capacity() < chunk) piece.reserve(chunk + chunk / 4);
+    return piece;
+  };
   // Reads part i into `part` and scans it with `driver`, through `buf`.
   const auto read_part = [&](std::size_t i, Part& part, Driver& driver, ReadBuffer& buf) {
     const std::uint64_t lo = i * part_bytes;
@@ -1096,18 +1114,26 @@ ScanStats scan_file_parallel(int fd, std::size_t size, unsigned threads, std::si
     part.rest = part.begin + part.head.size();
   };
   const auto render = [&](Unit& u) {
+    std::string piece = take_piece();
+    const auto add = [&](const ScanBlock& b) {
+      target.output->render(b, piece);
+      if (piece.size() < chunk) return;
+      u.pieces.push_back(std::move(piece));
+      piece = take_piece();
+    };
     try {
-      for (const ScanBlock& b : u.blocks) target.output->render(b, u.bytes);
+      for (const ScanBlock& b : u.blocks) add(b);
       ScanBlock whole;
       whole.file = path;
       for (Part::Found& f : u.found) {
         if (f.opened_at < u.from) continue;
         f.into(whole, u.line_offset);
-        target.output->render(whole, u.bytes);
+        add(whole);
       }
     } catch (...) {
       u.error = std::current_exception();
     }
+    u.pieces.push_back(std::move(piece));
     std::vector<ScanBlock>().swap(u.blocks);  // (`= {}` would keep the capacity)
     std::vector<Part::Found>().swap(u.found);
     bool wake = false;
@@ -1201,10 +1227,6 @@ ScanStats scan_file_parallel(int fd, std::size_t size, unsigned threads, std::si
       std::lock_guard<std::mutex> lock(mu);
       if (any) {
         units.push_back(std::move(pending));
-        if (!spare.empty()) {
-          units.back().bytes = std::move(spare.back());
-          spare.pop_back();
-        }
         to_render[units.back().owner].push_back(&units.back());
       }
       handed = upto;
@@ -1230,10 +1252,13 @@ ScanStats scan_file_parallel(int fd, std::size_t size, unsigned threads, std::si
         u = &units.front();
       }
       if (u->error) std::rethrow_exception(u->error);
-      target.output->write(u->bytes);
-      u->bytes.clear();
+      for (std::string& piece : u->pieces) {
+        if (!piece.empty()) target.output->write(piece);
+        piece.clear();
+      }
       std::lock_guard<std::mutex> lock(mu);
-      if (spare.size() <= max_units) spare.push_back(std::move(u->bytes));
+      for (std::string& piece : u->pieces)
+        if (spare.size() < max_spare) spare.push_back(std::move(piece));
       units.pop_front();
     }
   };

@@ -211,8 +211,9 @@ int scan(const ScanOpts& a) {
   std::unique_ptr<ProgressBar> bar;
   json_out.write = [&](std::string_view bytes) {
     bar.reset();  // a JSON line never lands on top of the bar
-    // Whole blocks, as they are ready (per read of a stream, per part of a
-    // file): a reader (jq, a pipeline) sees them without waiting for the end.
+    // Whole blocks, as they are ready (per read of a stream, per piece of a
+    // file's part): a reader (jq, a pipeline) sees them without waiting for
+    // the end.
     if (std::fwrite(bytes.data(), 1, bytes.size(), stdout) != bytes.size() || std::fflush(stdout) != 0)
       throw std::system_error(errno, std::generic_category(), "cannot write standard output");
   };
