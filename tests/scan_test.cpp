@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <fstream>
+#include <iterator>
 #include <ostream>
 #include <sstream>
 #include <stdexcept>
@@ -659,6 +660,40 @@ INSTANTIATE_TEST_SUITE_P(ScanFile, CutShort,
                          ::testing::Values(CutShortCase{"OneThread", true, 1}, CutShortCase{"TwoThreads", true, 2},
                                            CutShortCase{"MapFileOff", false, 2}),
                          [](const ::testing::TestParamInfo<CutShortCase>& i) { return std::string(i.param.name); });
+
+// Cut mid-line in a part no thread has read yet (they read at most a few
+// parts ahead of the first progress report): that part ends without a line
+// break, the parts after it are empty, and the scan comes out as a scan of
+// the cut log does. (The part's scanner, handed on with its look-back lines
+// still in the part's buffer, once read them from the next part's.)
+TEST(ScanFile, APartCutShortMidLineGivesWhatAScanOfTheCutLogGives) {
+  const BigLog log;
+  std::ifstream in(log.path(), std::ios::binary);
+  const std::string text{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+  std::size_t cut = 20 * (64u << 10) + 40000;  // well inside part 20: the scan from part 19 stops early in it
+  while (text[cut - 1] == '\n') ++cut;
+  ASSERT_NE(text[cut - 1], '\n');
+  errshim::ScanOptions options;
+  options.progress_every = 1;
+  bool done = false;
+  options.on_progress = [&](std::uint64_t) {
+    if (!done) done = ::truncate(log.path().c_str(), static_cast<off_t>(cut)) == 0;
+  };
+  std::vector<std::string> got;
+  const auto stats = errshim::detail::scan_file_parts(
+      log.path(), catalog(), [&](const ScanBlock& b) { got.push_back(std::to_string(b.line) + " " + b.text); }, options,
+      2, 64u << 10);
+  ASSERT_TRUE(done);
+  std::vector<std::string> want;
+  std::istringstream cut_log(text.substr(0, cut));
+  const auto want_stats = errshim::scan(cut_log, log.path(), catalog(), [&](const ScanBlock& b) {
+    want.push_back(std::to_string(b.line) + " " + b.text);
+  });
+  EXPECT_EQ(got, want);
+  EXPECT_EQ(stats.bytes, cut);
+  EXPECT_EQ(stats.lines, want_stats.lines);
+  EXPECT_GT(want.size(), 0u);
+}
 
 // A visitor's exception ends a parallel scan too (the workers are stopped
 // and joined), and nothing after the throwing block is visited.

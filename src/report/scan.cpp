@@ -846,7 +846,10 @@ bool run_chunks(Driver& driver, ReadBuffer& buf, std::size_t chunk, std::size_t 
   if (skipping) {
     driver.line(head, true);
   } else if (have > 0) {
-    return driver.run(buf.data(), buf.data() + have, true);
+    if (!driver.run(buf.data(), buf.data() + have, true)) return false;
+    // The look-back lines go in while `buf` holds them: a part cut short
+    // mid-line hands its driver on to scan parts in other buffers.
+    driver.end_region();
   }
   return true;
 }
