@@ -936,9 +936,9 @@ std::size_t pread_full(int fd, char* dst, std::size_t n, std::uint64_t at, const
 // kept until the part before it has been handed out.
 struct Part {
   // The part's bytes are [begin, end) of the file; its first lines are kept
-  // in `head` (up to `rest`) for the scan coming from the part before, which
-  // reads the rest from the file only if it goes on past them.
-  std::uint64_t begin = 0, rest = 0, end = 0;
+  // in `head` for the scan coming from the part before, which reads the rest
+  // from the file only if it goes on past them.
+  std::uint64_t begin = 0, end = 0;
   std::string head;
   bool final = false;
   unsigned owner = 0;  // the worker that scanned it
@@ -1006,8 +1006,9 @@ ScanStats scan_file_parallel(int fd, std::size_t size, unsigned threads, std::si
                              const std::string& path, const Catalog& catalog, const Target& target,
                              const ScanOptions& options) {
   ScanStats stats;  // its bytes: those read (fewer than `size` if the file is cut short meanwhile)
-  // This thread waits for each part in turn, a sleep and a wake-up each;
-  // parts of 4 MiB halve those of 2 MiB for no more resident memory.
+  // Parts of 4 MiB: smaller ones hold fewer blocks in flight when blocks are
+  // dense, but the workers scanned slower with them when blocks are sparse,
+  // the usual log.
   if (part_bytes == 0) part_bytes = 4u << 20;
   // Part i starts after the first '\n' at or after i * part_bytes (part 0
   // at 0) and ends where part i + 1 starts, found by the worker that takes
@@ -1080,7 +1081,7 @@ ScanStats scan_file_parallel(int fd, std::size_t size, unsigned threads, std::si
         pos += found ? static_cast<std::size_t>(static_cast<const char*>(nl) - buf.data()) + 1 : got;
       }
       if (!found) {
-        part.begin = part.rest = part.end = pos;
+        part.begin = part.end = pos;
         part.final = pos >= size;
         return;
       }
@@ -1114,7 +1115,6 @@ ScanStats scan_file_parallel(int fd, std::size_t size, unsigned threads, std::si
       part.head.resize(nl != nullptr ? static_cast<std::size_t>(static_cast<const char*>(nl) - part.head.data()) + 1
                                      : 0);
     }
-    part.rest = part.begin + part.head.size();
   };
   const auto render = [&](Unit& u) {
     std::string piece = take_piece();
@@ -1296,11 +1296,12 @@ ScanStats scan_file_parallel(int fd, std::size_t size, unsigned threads, std::si
           const std::uint64_t q = first_quiet(part.driver->active(), lo > shift ? lo - shift : 1, hi - shift);
           return q == 0 ? 0 : q + shift;
         });
-        const bool whole = part.rest == part.end;  // the head is all of the part
+        const std::uint64_t rest = part.begin + part.head.size();
+        const bool whole = rest == part.end;  // the head is all of the part
         bool stopped = !current->run(part.head.data(), part.head.data() + part.head.size(), part.final && whole);
         if (!stopped && !whole) {
           current->end_region();
-          std::uint64_t pos = part.rest;
+          std::uint64_t pos = rest;
           stopped = !run_chunks(
               *current, buf, chunk, max_line,
               [&](char* dst, std::size_t n) -> std::size_t {
