@@ -13,6 +13,7 @@
 #include <errshim/catalog.hpp>
 
 #include "entry_table.hpp"
+#include "matcher.hpp"
 #include "snapshot.hpp"
 #include "test_catalogs.hpp"
 
@@ -262,6 +263,47 @@ TEST(LazyEntries, ThreadsMeetingAnEntryAtOnceShareOneDecodedEntry) {
       ASSERT_EQ(seen[t][i], table.get(index).get());
       EXPECT_EQ(seen[t][i]->id, table.id(index));
     }
+}
+
+// The embedded snapshot is written by a build step that fails on any
+// problem, so its raw patterns and `unless` lists compiled then: a process
+// loading it decodes and compiles no entry until a message meets it. Read
+// either way, the same snapshot matches every example of the catalog alike,
+// the `unless` vetoes included.
+TEST(LazyEntries, ASnapshotCompiledWhenWrittenWaitsForFirstUseAndMatchesTheSame) {
+  std::vector<Problem> problems;
+  const CatalogPtr catalog = Catalog::embedded();
+  const std::string bytes = catalog->snapshot();
+  const auto unchecked = detail::LazySnapshot::read(bytes, "embedded", problems);
+  const auto checked =
+      detail::LazySnapshot::read(bytes, "embedded", problems, detail::LazySnapshot::Regexes::compiled_when_written);
+  ASSERT_TRUE(unchecked && checked);
+  const auto matcher = [&problems](const std::shared_ptr<detail::LazySnapshot>& lazy) {
+    std::shared_ptr<const detail::LazySnapshot> shared = lazy;
+    detail::EntryTable table;
+    for (std::size_t i = 0; i < lazy->size(); ++i) table.add(shared, i, false);
+    return std::make_unique<detail::Matcher>(std::move(table), problems, lazy->plan());
+  };
+  const auto eager = matcher(unchecked), deferred = matcher(checked);
+  ASSERT_TRUE(problems.empty()) << problems.front().to_string();
+  EXPECT_GT(eager->stats().compiled, 0u);  // the catalog has raw patterns and `unless` lists
+  EXPECT_EQ(deferred->stats().compiled, 0u);
+  std::size_t vetoes = 0;
+  for (const auto& e : catalog->entries()) {
+    std::vector<std::pair<std::string, Context>> texts;
+    for (const MatchExample& x : e->match_examples) texts.emplace_back(x.text, x.context);
+    for (const NoMatchExample& x : e->no_match_examples) texts.emplace_back(x.text, Context{});
+    for (const auto& [text, context] : texts) {
+      const MatchResult a = eager->match(text, context), b = deferred->match(text, context);
+      ASSERT_EQ(a.diagnosis.has_value(), b.diagnosis.has_value()) << e->id << ": " << text;
+      if (a.diagnosis) {
+        EXPECT_EQ(a.diagnosis->entry->id, b.diagnosis->entry->id) << text;
+      }
+    }
+    if (!e->unless.empty()) vetoes += e->no_match_examples.size();
+  }
+  EXPECT_GT(vetoes, 0u);  // some examples are there for an `unless`
+  EXPECT_TRUE(deferred->compile_all().empty());
 }
 
 #ifdef ERRSHIM_GENERATED_LAYER_DIR

@@ -482,7 +482,8 @@ CatalogPtr CatalogBuilder::build() const {
         // targets, the build step that writes it) embed the YAML.
         const detail::EmbeddedCatalog& embedded = detail::embedded_catalog();
         if (!embedded.snapshot.empty())
-          layer.lazy = detail::LazySnapshot::read(embedded.snapshot, "<embedded catalog snapshot>", problems);
+          layer.lazy = detail::LazySnapshot::read(embedded.snapshot, "<embedded catalog snapshot>", problems,
+                                                  detail::LazySnapshot::Regexes::compiled_when_written);
         else
           for (const auto& [name, text] : embedded.files) layer.files.push_back({std::string(name), {}, text});
         break;

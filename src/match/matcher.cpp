@@ -196,15 +196,15 @@ std::size_t literal_length(std::string_view re) { return regex::specificity(re);
 // ------------------------------------------------------------------- entries
 
 struct Matcher::Slot {
-  // `c` is made once, inside call_once (or in the constructor, for `unless`),
-  // before any reader gets past its own call_once on the same flag: no lock
-  // on the hot path. Apart, so that the many entries never compiled cost a
+  // `c` is made once, inside call_once, before any reader gets past its own
+  // call_once on the same flag: no lock on the hot path. Apart, so that the many entries never compiled cost a
   // pointer each, not room for their regexes.
   struct Compiled {
     Regex re;
     std::string error;  // non-empty: `re` did not compile
     std::vector<std::string> literals;  // a template's literal runs, in order (literals_in_order)
-    std::vector<Regex> unless;
+    std::vector<Regex> unless;  // those that compiled
+    std::vector<std::string> unless_errors;  // of those that did not
     // Bit c: capture c (in capture_names' order) takes free text, as
     // free_text_capture() tells, worked out once: the nested-claim rule
     // asks it of every winner's captures.
@@ -216,10 +216,6 @@ struct Matcher::Slot {
   };
   std::once_flag once;
   std::unique_ptr<Compiled> c;
-  Compiled& made() {
-    if (!c) c = std::make_unique<Compiled>();
-    return *c;
-  }
   std::size_t specificity = 0;  // literal characters in the pattern (the winner rule)
   std::size_t max_offset = kUnbounded;  // most bytes a match starts before its literal
   bool single_line = false;  // a match starts on its literal's line
@@ -275,18 +271,13 @@ void Matcher::init(std::vector<Problem>& problems, const std::vector<const Match
       problems.push_back({e.where, e.id, table_.problem(i)});
       continue;
     }
-    // A raw pattern is the author's own regex: compile it now so a broken one
-    // fails the build. A template's regex is valid by construction.
-    if (e.template_text.empty()) {
+    // A raw pattern and `unless` are the author's own regexes: compiled now
+    // so that a broken one fails the build. A template's regex is valid by
+    // construction.
+    if (e.template_text.empty() || !e.unless.empty()) {
       std::call_once(s.once, [this, i] { compile(i); });
-      if (!s.c->error.empty()) problems.push_back({e.where, e.id, s.c->error});
-    }
-    for (const std::string& u : e.unless) {
-      try {
-        s.made().unless.emplace_back(u, kSyntax);
-      } catch (const boost::regex_error& err) {
-        problems.push_back({e.where, e.id, compile_error(err, u, "'unless' pattern ")});
-      }
+      if (e.template_text.empty() && !s.c->error.empty()) problems.push_back({e.where, e.id, s.c->error});
+      for (const std::string& error : s.c->unless_errors) problems.push_back({e.where, e.id, error});
     }
   }
 
@@ -398,9 +389,13 @@ std::string_view Matcher::literal(std::size_t index) const noexcept {
 
 void Matcher::compile(std::size_t index) const {
   const Entry& e = entry(index);
-  Slot::Compiled& s = slots_[index].made();
+  // Made whole before it is set: a call that throws (out of memory) leaves
+  // the flag unset, and the next starts again from nothing.
+  auto made = std::make_unique<Slot::Compiled>();
+  Slot::Compiled& s = *made;
   if (!table_.problem(index).empty()) {
     s.error = table_.problem(index);
+    slots_[index].c = std::move(made);
     return;
   }
   try {
@@ -425,8 +420,14 @@ void Matcher::compile(std::size_t index) const {
       s.literals.clear();  // not expected: the template compiled when loaded
     }
   }
-  // Anything else (out of memory) leaves the flag unset, so a later call
-  // tries again.
+  for (const std::string& u : e.unless) {
+    try {
+      s.unless.emplace_back(u, kSyntax);
+    } catch (const boost::regex_error& err) {
+      s.unless_errors.push_back(compile_error(err, u, "'unless' pattern "));
+    }
+  }
+  slots_[index].c = std::move(made);
   compiled_.fetch_add(1, std::memory_order_relaxed);
 }
 
@@ -992,8 +993,12 @@ std::vector<std::size_t> Matcher::claimants(std::string_view message) const noex
 
 std::vector<Problem> Matcher::compile_all() const {
   std::vector<Problem> problems;
-  for (std::size_t i = 0; i < table_.size(); ++i)
+  for (std::size_t i = 0; i < table_.size(); ++i) {
     if (!compiled(i)) problems.push_back({entry(i).where, entry(i).id, slots_[i].c->error});
+    if (table_.deferred(i))  // else reported when the catalog was built
+      for (const std::string& error : slots_[i].c->unless_errors)
+        problems.push_back({entry(i).where, entry(i).id, error});
+  }
   return problems;
 }
 

@@ -15,7 +15,10 @@
 // Template regexes compile on first use as a candidate (std::call_once per
 // entry: a shared, immutable catalog is safe to match from many threads);
 // raw `pattern`s and `unless` regexes compile in the constructor, so one
-// that does not compile is reported when the catalog is built.
+// that does not compile is reported when the catalog is built. Those of a
+// snapshot whose regexes all compiled when it was written (the embedded
+// one, EntryTable::deferred) wait for first use too: a process starts
+// without compiling what it never meets.
 #pragma once
 
 #include <atomic>
@@ -40,9 +43,9 @@ MatchPlan plan_matching(const std::vector<std::shared_ptr<const Entry>>& entries
 
 class Matcher {
  public:
-  // Indexes every entry; compiles raw patterns and `unless` lists now, and
-  // reports each one that does not compile in `problems` with the entry's
-  // position. Template regexes are valid by construction (template.cpp) and
+  // Indexes every entry; compiles raw patterns and `unless` lists of the
+  // entries not deferred now, and reports each one that does not compile in
+  // `problems` with the entry's position. Template regexes are valid by construction (template.cpp) and
   // compile on first use. `plan` is plan_matching(entries), worked out here
   // unless given (one item per entry).
   Matcher(EntryTable entries, std::vector<Problem>& problems, MatchPlan plan = {});

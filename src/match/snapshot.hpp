@@ -71,8 +71,14 @@ struct SnapshotIndex;
 
 class LazySnapshot {
  public:
+  // Whether the regexes of the entries flagged eager() were compiled, without
+  // a problem, when the snapshot was written: the embedded snapshot is
+  // written by a build step that fails on any problem
+  // (cmake/embed_snapshot.cpp), so its entries can all wait until first use.
+  enum class Regexes { unchecked, compiled_when_written };
   // From bytes that outlive it (the embedded snapshot).
-  static std::shared_ptr<LazySnapshot> read(std::string_view bytes, std::string name, std::vector<Problem>& problems);
+  static std::shared_ptr<LazySnapshot> read(std::string_view bytes, std::string name, std::vector<Problem>& problems,
+                                            Regexes regexes = Regexes::unchecked);
   // From a file, kept open: each record is read when first decoded.
   static std::shared_ptr<LazySnapshot> open(const std::filesystem::path& path, std::vector<Problem>& problems);
   ~LazySnapshot();
@@ -82,7 +88,8 @@ class LazySnapshot {
   std::size_t size() const noexcept;
   std::string_view id(std::size_t i) const noexcept;
   // The entry has a raw pattern or `unless` regexes, which compile when the
-  // catalog is built: it is decoded then.
+  // catalog is built (so that a broken one is reported then): it is decoded
+  // then. Never, when they compiled when the snapshot was written.
   bool eager(std::size_t i) const noexcept;
   // One item per entry, its keys viewing this snapshot's index: the catalog
   // being built moves it out, and keeps the snapshot while it reads it.
@@ -116,6 +123,7 @@ class LazySnapshot {
   int fd_ = -1;  // else the file
   Buffer index_;  // the index, when read from the file
   std::size_t records_ = 0;
+  bool checked_ = false;  // Regexes::compiled_when_written
   std::vector<Item> items_;
   MatchPlan plan_;
   std::uint64_t source_ = 0;
