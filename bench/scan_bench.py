@@ -138,18 +138,19 @@ def rg_patterns(errshim, rg, out_path):
 
 # ------------------------------------------------------------------ timing
 
-def timed(cmd):
+def timed(cmd, rss=False):
     """Wall and CPU seconds and peak RSS (MiB) of one run, output discarded.
-    The RSS comes from /usr/bin/time when present: the child's own rusage
-    would count the forked Python it was before exec. A list of commands
-    runs them all at once: the wall until the last ends, their CPU summed,
-    the largest RSS."""
+    With `rss`, the RSS comes from /usr/bin/time when present: the child's
+    own rusage would count the forked Python it was before exec. Without it
+    no wrapper runs (its fork and exec added about 4 ms to every run) and the
+    RSS is 0. A list of commands runs them all at once: the wall until the
+    last ends, their CPU summed, the largest RSS."""
     cmds = cmd if isinstance(cmd[0], list) else [cmd]
     procs = []
     start = time.perf_counter()
     for c in cmds:
         rss_file = None
-        if os.path.exists("/usr/bin/time"):
+        if rss and os.path.exists("/usr/bin/time"):
             fd, rss_file = tempfile.mkstemp(suffix=".rss")
             os.close(fd)
             c = ["/usr/bin/time", "-f", "%M", "-o", rss_file] + c
@@ -163,7 +164,7 @@ def timed(cmd):
         if proc.returncode not in (0, 1):
             raise RuntimeError(f"{' '.join(c)}: exit {proc.returncode}: {err.strip()}")
         cpu += usage.ru_utime + usage.ru_stime
-        one = usage.ru_maxrss / 1024
+        one = usage.ru_maxrss / 1024 if rss else 0.0
         if rss_file:
             with open(rss_file) as f:
                 one = int(f.read().split()[-1]) / 1024
@@ -174,7 +175,8 @@ def timed(cmd):
 
 def measure_all(cmds, repeat, size):
     """Each command `repeat` times, taking turns: a shared machine's slow
-    spells fall on all of them alike, not on whichever ran then."""
+    spells fall on all of them alike, not on whichever ran then. Then once
+    more each for its peak RSS."""
     runs = {k: [] for k in cmds}
     for _ in range(repeat):
         for k, cmd in cmds.items():
@@ -183,7 +185,7 @@ def measure_all(cmds, repeat, size):
     for k, rs in runs.items():
         walls, cpus = [r[0] for r in rs], [r[1] for r in rs]
         out[k] = {"best": size / MB / min(walls), "median": size / MB / statistics.median(walls),
-                  "cpu": size / MB / min(cpus), "rss": max(r[2] for r in rs)}
+                  "cpu": size / MB / min(cpus), "rss": timed(cmds[k], rss=True)[2]}
     return out
 
 
