@@ -197,8 +197,9 @@ std::size_t literal_length(std::string_view re) { return regex::specificity(re);
 
 struct Matcher::Slot {
   // `c` is made once, inside call_once, before any reader gets past its own
-  // call_once on the same flag: no lock on the hot path. Apart, so that the many entries never compiled cost a
-  // pointer each, not room for their regexes.
+  // call_once on the same flag: no lock on the hot path. Apart, so that the
+  // many entries never compiled cost a pointer each, not room for their
+  // regexes.
   struct Compiled {
     Regex re;
     std::string error;  // non-empty: `re` did not compile

@@ -45,9 +45,10 @@ class Matcher {
  public:
   // Indexes every entry; compiles raw patterns and `unless` lists of the
   // entries not deferred now, and reports each one that does not compile in
-  // `problems` with the entry's position. Template regexes are valid by construction (template.cpp) and
-  // compile on first use. `plan` is plan_matching(entries), worked out here
-  // unless given (one item per entry).
+  // `problems` with the entry's position. Template regexes are valid by
+  // construction (template.cpp) and compile on first use. `plan` is
+  // plan_matching(entries), worked out here unless given (one item per
+  // entry).
   Matcher(EntryTable entries, std::vector<Problem>& problems, MatchPlan plan = {});
   // The same with entry i's plan item at plan[i]: a catalog of layers
   // points at each layer's own plan, not a copy of all. The index views the
