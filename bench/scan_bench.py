@@ -14,10 +14,10 @@ a warm page cache:
 Prints MB/s (best and median of --repeat runs; the -j runs take turns),
 errshim / rg, -j 2 / -j 1, and the peak RSS of each process. With -j 1 and
 -j 2, two -j 1 runs at once take their turn too: twice the log in their
-time, against one -j 1 run, is what this machine gives two busy threads in
-that run, the ceiling -j 2 / -j 1 is measured against (a VM's second core
-can be far from a whole one, and not the same from hour to hour). With --layers, the
-errshim runs are repeated at the first size with those catalogs loaded, ripgrep
+time, against one -j 1 run, is what this machine gives two busy processes
+in that run, the ceiling -j 2 / -j 1 is read against (a VM's second core
+can be far from a whole one, and not the same from hour to hour). With
+--layers, the errshim runs are repeated at the first size with those catalogs loaded, ripgrep
 skipped: a library name (or `all`) is a generated layer (`--generated NAME`,
 found in share/errshim/generated or $ERRSHIM_GENERATED_DIR), a path a catalog
 file (`--catalog FILE`).
@@ -271,8 +271,8 @@ def main(argv=None):
             row += [fmt(rgf) if rgf else "-", f"{lit['best']:.0f} / {lit['median']:.0f}" if lit else "-"]
             row.append(f"{one['best'] / rgf['best']:.1f}x" if rgf else "-")
             row.append(f"{es[2]['best'] / one['best']:.2f}x" if 2 in es else "-")
-            # Two -j1 runs end later than one: of what two processes at once
-            # get, the share a second core really adds in this run.
+            # Throughput of two -j1 runs at once over one's: the most -j2 could
+            # make of the second core in this run.
             row.append(f"{2 * es['pair']['best'] / es[1]['best']:.2f}x" if "pair" in es else "-")
             row.append(" / ".join(f"{es[j]['rss']:.0f} MiB" for j in jobs))
             print("| " + " | ".join(row) + " |", flush=True)

@@ -675,7 +675,7 @@ std::shared_ptr<LazySnapshot> LazySnapshot::read(std::string_view bytes, std::st
     const std::size_t records = check_header(bytes);
     std::shared_ptr<LazySnapshot> out = finish(read_index(bytes, records, bytes.size(), true), std::move(name));
     out->bytes_ = bytes;
-    out->checked_ = regexes == Regexes::compiled_when_written;
+    out->compiled_when_written_ = regexes == Regexes::compiled_when_written;
     return out;
   } catch (const Damaged& d) {
     problems.push_back(file_problem(name, damaged_text(d)));
@@ -730,7 +730,7 @@ std::shared_ptr<LazySnapshot> LazySnapshot::open(const std::filesystem::path& pa
 
 std::size_t LazySnapshot::size() const noexcept { return items_.size(); }
 std::string_view LazySnapshot::id(std::size_t i) const noexcept { return items_[i].id; }
-bool LazySnapshot::eager(std::size_t i) const noexcept { return items_[i].eager && !checked_; }
+bool LazySnapshot::eager(std::size_t i) const noexcept { return items_[i].eager && !compiled_when_written_; }
 
 std::shared_ptr<const Entry> LazySnapshot::decode(std::size_t i, std::string& problem) const {
   const Item& item = items_[i];

@@ -123,7 +123,7 @@ class LazySnapshot {
   int fd_ = -1;  // else the file
   Buffer index_;  // the index, when read from the file
   std::size_t records_ = 0;
-  bool checked_ = false;  // Regexes::compiled_when_written
+  bool compiled_when_written_ = false;  // Regexes::compiled_when_written: no entry is eager()
   std::vector<Item> items_;
   MatchPlan plan_;
   std::uint64_t source_ = 0;
