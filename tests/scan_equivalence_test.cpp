@@ -434,10 +434,16 @@ TEST(ScanEquivalence, SameBlocksAcrossTheDefaultReadsAndParts) {
   const std::string block =
       "Traceback (most recent call last):\n  File \"a.py\", line 1, in <module>\n    f()\n"
       "ValueError: kv_cache_enabled=true is not supported\n";
+  // A traceback far longer than the head a part keeps for the scan coming
+  // from the part before, which must read on past it.
+  std::string long_block = "Traceback (most recent call last):\n";
+  for (int i = 0; i < 2000; ++i) long_block += "  File \"a.py\", line " + std::to_string(i + 1) + ", in f\n    g()\n";
+  long_block += "ValueError: kv_cache_enabled=true is not supported\n";
   std::string log;
   for (const std::size_t boundary : {std::size_t{256} << 10, std::size_t{4} << 20, std::size_t{8} << 20}) {
-    while (log.size() + noise.size() < boundary - block.size() / 2) log += noise;
-    log += block;  // across the read's and the part's nominal end
+    const std::string& b = boundary == (std::size_t{8} << 20) ? long_block : block;
+    while (log.size() + noise.size() < boundary - b.size() / 2) log += noise;
+    log += b;  // across the read's and the part's nominal end
   }
   while (log.size() < (9u << 20)) log += noise;
   log += "RuntimeError: the last line, without a newline";

@@ -1033,7 +1033,11 @@ ScanStats scan_file_parallel(int fd, std::size_t size, unsigned threads, std::si
   // everywhere.
   std::vector<Part> parts((size + part_bytes - 1) / part_bytes);
   const std::size_t chunk = std::clamp<std::size_t>(part_bytes / 4, 64, kReadChunk);
-  const std::size_t head_max = std::clamp<std::size_t>(part_bytes / 4, 16, 64u << 10);
+  // A head of one page: the scan coming from the part before agrees with
+  // the part's own a few lines in, and a head of 64 KiB per part, touched
+  // fresh for each part in flight, cost more in page faults than the rare
+  // transition that reads on past it.
+  const std::size_t head_max = std::clamp<std::size_t>(part_bytes / 4, 16, 4u << 10);
   const std::size_t max_line = max_line_of(options);
   // Parts scanned ahead of the one handed out, and units not yet written,
   // bounding memory. The window lets a worker go on while this thread waits
@@ -1313,10 +1317,13 @@ ScanStats scan_file_parallel(int fd, std::size_t size, unsigned threads, std::si
         if (!stopped && !whole) {
           current->end_region();
           std::uint64_t pos = rest;
+          std::size_t want = std::min(chunk, 4 * head_max);  // small reads first: it usually stops soon
           stopped = !run_chunks(
               *current, buf, chunk, max_line,
               [&](char* dst, std::size_t n) -> std::size_t {
-                const std::size_t got = pread_full(fd, dst, std::min<std::uint64_t>(n, part.end - pos), pos, path);
+                const std::size_t got =
+                    pread_full(fd, dst, std::min<std::uint64_t>(std::min(n, want), part.end - pos), pos, path);
+                want = std::min(chunk, want * 4);
                 pos += got;
                 return got;
               },
