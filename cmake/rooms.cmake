@@ -59,7 +59,7 @@ errshim_room(grammar
   THIRD_PARTY fmt boost
   LINK fmt::fmt Boost::regex)
 errshim_room(match
-  SOURCES context.cpp entry_table.cpp fingerprint.cpp literal_extract.cpp literal_index.cpp matcher.cpp
+  SOURCES big_tables.cpp context.cpp entry_table.cpp fingerprint.cpp literal_extract.cpp literal_index.cpp matcher.cpp
           normalize.cpp pattern_risk.cpp raise_site.cpp snapshot.cpp
   ROOMS grammar
   THIRD_PARTY fmt boost

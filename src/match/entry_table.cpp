@@ -20,7 +20,7 @@ void ViewMap::reserve(std::size_t n) {
   std::size_t cap = 16;
   while (cap < 2 * n) cap *= 2;
   if (cap <= items_.size()) return;
-  std::vector<Item> old = std::move(items_);
+  BigTable<Item> old = std::move(items_);
   items_.assign(cap, Item{});
   const std::size_t mask = cap - 1;
   for (const Item& it : old) {

@@ -56,7 +56,7 @@ class ViewMap {
   std::size_t size() const noexcept { return size_; }
 
  private:
-  std::vector<Item> items_;  // a power of two
+  BigTable<Item> items_;  // a power of two
   std::size_t size_ = 0;
 };
 
@@ -110,7 +110,7 @@ class EntryTable {
     std::once_flag all_once;
     std::vector<std::shared_ptr<const Entry>> all;
   };
-  std::vector<Slot> slots_;
+  BigTable<Slot> slots_;
   std::unique_ptr<Lazy> lazy_ = std::make_unique<Lazy>();
   std::vector<std::shared_ptr<const LazySnapshot>> keep_;  // what lazy slots point into
 };

@@ -148,7 +148,7 @@ void LiteralIndex::build_lane(std::size_t l, std::size_t n, const std::vector<st
       for (std::size_t j = 0; j < stride; ++j) ++bucket[(table_hash(gram_at(id, j)) >> bucket_shift) + 1];
   for (std::size_t b = 1; b < bucket.size(); ++b) bucket[b] += bucket[b - 1];
 
-  std::vector<Posting>& postings = lane.postings;
+  BigTable<Posting>& postings = lane.postings;
   postings.resize(n);
   std::unique_ptr<std::uint64_t[]> hash(new std::uint64_t[n]);  // of each posting's anchor
   {

@@ -37,6 +37,8 @@
 #include <string_view>
 #include <vector>
 
+#include "big_tables.hpp"
+
 namespace errshim::detail {
 
 class LiteralIndex {
@@ -121,13 +123,13 @@ class LiteralIndex {
     std::size_t width = 4;
     std::size_t stride = 1;
     unsigned filter_shift = 64;  // 64 - log2(filter words)
-    std::vector<std::uint64_t> filter;  // blocked Bloom filter of the anchors
+    BigTable<std::uint64_t> filter;  // blocked Bloom filter of the anchors
     // Open addressing by anchor, any size: a hash goes to slot
     // hash * size / 2^64, so the table is sized to its load, not to a power
     // of two (which left it a quarter full at some sizes, megabytes of fresh
     // memory a load wrote).
-    std::vector<Slot> table;
-    std::vector<Posting> postings;
+    BigTable<Slot> table;
+    BigTable<Posting> postings;
 
     std::size_t min_key() const noexcept { return width + stride - 1; }
     bool empty() const noexcept { return postings.empty(); }

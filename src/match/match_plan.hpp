@@ -8,6 +8,7 @@
 #include <string_view>
 #include <vector>
 
+#include "big_tables.hpp"
 #include "literal_extract.hpp"
 
 namespace errshim::detail {
@@ -35,7 +36,7 @@ struct MatchPlan {
     std::uint32_t also_anchor = 0;  // LiteralIndex::anchor_offset(key.also)
     std::size_t specificity = 0;  // literal_length(pattern)
   };
-  std::vector<Item> items;  // one per entry, in the entries' order
+  BigTable<Item> items;  // one per entry, in the entries' order
   std::shared_ptr<const char[]> bytes;  // what the keys view, when the plan holds it
 
   // Copies the bytes every key views into one block the plan holds.

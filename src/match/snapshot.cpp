@@ -266,8 +266,8 @@ class Reader {
   // read, so memory grows with the bytes actually present: a damaged count
   // cannot ask for a huge allocation. Room for up to one item per
   // `bytes_per_item` bytes left is reserved up front.
-  template <class T, class F>
-  void list(std::vector<T>& v, F&& read_one, std::size_t bytes_per_item = 0) {
+  template <class T, class A, class F>
+  void list(std::vector<T, A>& v, F&& read_one, std::size_t bytes_per_item = 0) {
     const std::uint32_t n = u32();
     v.clear();
     v.reserve(std::min<std::size_t>(n, bytes_per_item ? (in_.size() - pos_) / bytes_per_item : 16));
@@ -529,7 +529,7 @@ std::string write_snapshot(const std::vector<std::shared_ptr<const Entry>>& entr
 
 struct SnapshotIndex {
   std::uint64_t source = 0;
-  std::vector<LazySnapshot::Item> items;  // what the index says of each entry (ids view its bytes)
+  BigTable<LazySnapshot::Item> items;  // what the index says of each entry (ids view its bytes)
   MatchPlan plan;  // and its plan item
   std::size_t records = 0;  // where the records start, from the file's first byte
 };
@@ -686,7 +686,7 @@ std::shared_ptr<LazySnapshot> LazySnapshot::read(std::string_view bytes, std::st
 namespace {
 // Reads [at, at + n) of `fd` into `out`; false when the file is shorter.
 bool read_at(int fd, std::size_t at, std::size_t n, LazySnapshot::Buffer& out) {
-  out.data.reset(new char[n]);
+  out.data = make_big_bytes(n);
   out.size = n;
   std::size_t done = 0;
   while (done < n) {

@@ -111,7 +111,7 @@ class LazySnapshot {
   };
   // Bytes read from a file, not zeroed first (an index is megabytes).
   struct Buffer {
-    std::unique_ptr<char[]> data;
+    BigBytes data;
     std::size_t size = 0;
     std::string_view view() const { return {data.get(), size}; }
   };
@@ -124,7 +124,7 @@ class LazySnapshot {
   Buffer index_;  // the index, when read from the file
   std::size_t records_ = 0;
   bool compiled_when_written_ = false;  // Regexes::compiled_when_written: no entry is eager()
-  std::vector<Item> items_;
+  BigTable<Item> items_;
   MatchPlan plan_;
   std::uint64_t source_ = 0;
   std::string name_;
