@@ -687,7 +687,6 @@ namespace {
 // Reads [at, at + n) of `fd` into `out`; false when the file is shorter.
 bool read_at(int fd, std::size_t at, std::size_t n, LazySnapshot::Buffer& out) {
   out.data = make_big_bytes(n);
-  out.size = n;
   std::size_t done = 0;
   while (done < n) {
     const ssize_t got = ::pread(fd, out.data.get() + done, n - done, static_cast<off_t>(at + done));
@@ -714,9 +713,9 @@ std::shared_ptr<LazySnapshot> LazySnapshot::open(const std::filesystem::path& pa
     Buffer prefix;
     if (!read_at(fd, 0, std::min<std::size_t>(size, 4096), prefix)) throw Damaged{0, "cut short: no header"};
     const std::size_t records = check_header(prefix.view());
-    if (records > size) throw Damaged{prefix.size - kMagic.size(), "cut short: the index is missing"};
-    if (records > prefix.size && !read_at(fd, 0, records, prefix))
-      throw Damaged{prefix.size - kMagic.size(), "cut short while reading the index"};
+    if (records > size) throw Damaged{prefix.size() - kMagic.size(), "cut short: the index is missing"};
+    if (records > prefix.size() && !read_at(fd, 0, records, prefix))
+      throw Damaged{prefix.size() - kMagic.size(), "cut short while reading the index"};
     std::shared_ptr<LazySnapshot> out = finish(read_index(prefix.view(), records, size, true), name);
     out->fd_ = fd;
     out->index_ = std::move(prefix);  // what the ids and the plan's keys view

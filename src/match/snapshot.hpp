@@ -111,9 +111,9 @@ class LazySnapshot {
   };
   // Bytes read from a file, not zeroed first (an index is megabytes).
   struct Buffer {
-    BigBytes data;
-    std::size_t size = 0;
-    std::string_view view() const { return {data.get(), size}; }
+    BigBytes data;  // its deleter holds its size
+    std::size_t size() const noexcept { return data.get_deleter().size; }
+    std::string_view view() const { return {data.get(), size()}; }
   };
 
  private:
