@@ -5,9 +5,11 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <cstdint>
 #include <cstdio>
 #include <fstream>
+#include <memory>
 #include <random>
 #include <sstream>
 #include <string>
@@ -121,12 +123,16 @@ errshim::BlockOutput output_to(Written& w, const std::string& path) {
     bytes += describe(c);
     bytes += kEndOfBlock;
   };
-  out.write = [&w](std::string_view bytes) {
-    // Whole blocks only, never an empty write.
+  auto inside = std::make_shared<std::atomic<int>>(0);
+  out.write = [&w, inside](std::string_view bytes) {
+    // One call at a time (from the scanning threads when parallel), whole
+    // blocks only, never an empty write.
+    EXPECT_EQ(inside->fetch_add(1), 0) << "two writes at once";
     EXPECT_FALSE(bytes.empty());
     EXPECT_EQ(bytes.empty() ? '\0' : bytes.back(), kEndOfBlock);
     w.bytes += bytes;
     ++w.writes;
+    inside->fetch_sub(1);
   };
   return out;
 }

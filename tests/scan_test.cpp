@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <cerrno>
 
 #include <cstdint>
 #include <fstream>
@@ -763,6 +764,35 @@ TEST(ScanFile, ARenderExceptionStopsAParallelScan) {
   EXPECT_THROW(errshim::scan_file(log.path(), catalog(), output, options), std::runtime_error);
   EXPECT_EQ(writes, 0);  // the first part's unit holds the failed block
   EXPECT_GT(renders.load(), 0);
+}
+
+// A write that fails (a closed pipe) on the worker that rendered the bytes
+// ends the scan with its exception in the calling thread: no write after
+// it, and the workers stop rendering. (Several scans: whether another unit
+// is waiting when the write fails depends on the threads' timing.)
+TEST(ScanFile, AWriteExceptionStopsAParallelScan) {
+  const BigLog log;
+  for (int run = 0; run < 8; ++run) {
+    std::atomic<int> renders{0};
+    int writes = 0;
+    errshim::BlockOutput output;
+    output.render = [&](const ScanBlock& b, std::string& out) {
+      ++renders;
+      out += std::to_string(b.line) + "\n";
+    };
+    output.write = [&](std::string_view) {
+      ++writes;
+      throw std::system_error(EPIPE, std::generic_category(), "cannot write standard output");
+    };
+    try {
+      errshim::detail::scan_file_parts(log.path(), catalog(), output, {}, 2, 16u << 10);
+      ADD_FAILURE() << "the write's exception did not come out";
+    } catch (const std::system_error& e) {
+      EXPECT_EQ(e.code().value(), EPIPE);
+    }
+    EXPECT_EQ(writes, 1) << "run " << run;
+    EXPECT_LT(renders.load(), 400) << "run " << run;  // of the log's 400 blocks
+  }
 }
 
 }  // namespace

@@ -100,16 +100,20 @@ using BlockVisitor = std::function<void(const ScanBlock& block)>;
 
 // Output made from each block, for when making it costs about as much as
 // finding the block (`errshim scan --json`): scan_file() with threads calls
-// `render` on its scanning threads, and the bytes still come out in log order.
+// `render` and `write` on its scanning threads, and the bytes still come out
+// in log order.
 struct BlockOutput {
-  // Appends the bytes for `block` to `out`. Called from several threads at
-  // once when scan_file() runs threads: it must not touch shared state
-  // unguarded.
+  // Appends the bytes for `block` to `out`. May be called from several
+  // threads at once when scan_file() runs threads: it must not touch shared
+  // state unguarded.
   std::function<void(const ScanBlock& block, std::string& out)> render;
-  // Called on the calling thread in log order with the bytes of whole blocks:
-  // at the end of each read of a stream (about 256 KiB), for a file split
-  // across threads in pieces of about that size, and whenever kFlushBytes
-  // have gathered.
+  // Called in log order, one call at a time, with the bytes of whole blocks:
+  // at the end of each read of a stream (about 256 KiB) and whenever
+  // kFlushBytes have gathered, on the calling thread; for a file split
+  // across threads, in pieces of about a read's size, on the scanning thread
+  // that rendered them (each call happens after the one before it). Rendered
+  // bytes are written as they gather: output held until its turn cost page
+  // faults and cold writes.
   std::function<void(std::string_view bytes)> write;
   static constexpr std::size_t kFlushBytes = 1u << 20;
 };

@@ -979,18 +979,16 @@ struct Part {
   std::exception_ptr error;
 };
 
-// The blocks handed out for one part, to be rendered by a worker and
-// written in order: those the scan coming from the part before found in its
-// head (final line numbers), then the part's own from line `from` on (line
+// The blocks handed out for one part, to be rendered and written in order
+// by a worker: those the scan coming from the part before found in its head
+// (final line numbers), then the part's own from line `from` on (line
 // numbers from the part's start, `line_offset` to add).
 struct Unit {
-  unsigned owner = 0;  // the worker that renders it
+  unsigned owner = 0;  // the worker that scanned its part
   std::vector<ScanBlock> blocks;
   std::vector<Part::Found> found;
   std::uint64_t from = 0, line_offset = 0;
-  std::vector<std::string> pieces;  // the rendered bytes, whole blocks in each
-  bool rendered = false;
-  std::exception_ptr error;
+  bool taken = false;  // by the worker rendering it
 };
 
 // The first line in [lo, hi] (numbered from the part's start) before which
@@ -1013,8 +1011,8 @@ std::uint64_t first_quiet(const std::vector<std::pair<std::uint64_t, std::uint64
 // state is exact) goes on into the next part until both are quiet at the
 // same line (usually a few lines in); from there on the part's own results
 // are the same as a continued scan's, and its scanner goes on. With an
-// output, the blocks handed out for a part are rendered by a worker (a
-// unit), and this thread writes the units in order.
+// output, the blocks handed out for a part (a unit) are rendered and
+// written by a worker when every unit before it has been written.
 ScanStats scan_file_parallel(int fd, std::size_t size, unsigned threads, std::size_t part_bytes,
                              const std::string& path, const Catalog& catalog, const Target& target,
                              const ScanOptions& options) {
@@ -1046,40 +1044,23 @@ ScanStats scan_file_parallel(int fd, std::size_t size, unsigned threads, std::si
   const std::size_t max_units = threads;
   // Each side is woken only for what it waits for: on this VM a wake-up
   // across cores is an IPI, and waking everyone at every change (a part
-  // done, a unit rendered, a part handed out) cost more CPU than the
+  // done, a unit written, a part handed out) cost more CPU than the
   // hand-overs themselves.
   std::mutex mu;
-  std::condition_variable main_cv;  // this thread: the part it hands out next, the unit it writes next
+  std::condition_variable main_cv;  // this thread: the part it hands out next, room for a unit, the end
   std::condition_variable work_cv;  // idle workers: a part to scan, a unit to render, the stop
   std::size_t waited_part = npos;  // what this thread waits for, if it does
-  const Unit* waited_unit = nullptr;
+  bool waits_units = false;
   unsigned idle = 0;  // workers waiting on work_cv
   std::size_t next = 0, handed = 0;
   bool stop = false;
-  std::deque<Unit> units;  // handed out, not yet written; a deque keeps the others in place
-  // Each worker's turn, before scanning further. A unit is rendered by the
-  // worker that scanned its part, which allocated most of its blocks: blocks
-  // freed by another thread contend for the allocator's locks.
-  std::vector<std::deque<Unit*>> to_render(threads);
-  // Rendered bytes go into pieces of about a read's size (`chunk`: tests'
-  // small parts get small pieces, several to a unit), taken from those
-  // written before (the last written first, likely still in a cache): a
-  // unit's bytes in one string grew by doubling into fresh pages, and a
-  // page's first touch is dear (README.md, "Scanning logs").
-  std::vector<std::string> spare;  // written pieces, emptied, for the next renders
-  const std::size_t max_spare = (max_units + 2) * (part_bytes / chunk + 2);
-  const auto take_piece = [&] {
-    std::string piece;
-    {
-      std::lock_guard<std::mutex> lock(mu);
-      if (!spare.empty()) {
-        piece = std::move(spare.back());
-        spare.pop_back();
-      }
-    }
-    if (piece.capacity() < chunk) piece.reserve(chunk + chunk / 4);
-    return piece;
-  };
+  std::exception_ptr failed;  // what a render or a write threw
+  // Handed out, not yet written; a deque keeps the others in place. Only the
+  // front is rendered, by the first worker free, which writes its bytes as
+  // they gather: output that waited for its turn in memory, a part's worth
+  // of it per worker, cost page faults and cold writes that made the scan
+  // slower with threads at high density (README.md, "Scanning logs").
+  std::deque<Unit> units;
   // Reads part i into `part` and scans it with `driver`, through `buf`.
   const auto read_part = [&](std::size_t i, Part& part, Driver& driver, ReadBuffer& buf) {
     const std::uint64_t lo = i * part_bytes;
@@ -1133,13 +1114,16 @@ ScanStats scan_file_parallel(int fd, std::size_t size, unsigned threads, std::si
                                      : 0);
     }
   };
-  const auto render = [&](Unit& u) {
-    std::string piece = take_piece();
+  // Renders and writes the front unit through `out`, a worker's own buffer
+  // of about a read's size (`chunk`: tests' small parts get small writes),
+  // which stays in the core's cache.
+  const auto render = [&](Unit& u, std::string& out) {
+    std::exception_ptr error;
     const auto add = [&](const ScanBlock& b) {
-      target.output->render(b, piece);
-      if (piece.size() < chunk) return;
-      u.pieces.push_back(std::move(piece));
-      piece = take_piece();
+      target.output->render(b, out);
+      if (out.size() < chunk) return;
+      target.output->write(out);
+      out.clear();
     };
     try {
       for (const ScanBlock& b : u.blocks) add(b);
@@ -1150,46 +1134,59 @@ ScanStats scan_file_parallel(int fd, std::size_t size, unsigned threads, std::si
         f.into(whole, u.line_offset);
         add(whole);
       }
+      if (!out.empty()) target.output->write(out);
     } catch (...) {
-      u.error = std::current_exception();
+      error = std::current_exception();
     }
-    u.pieces.push_back(std::move(piece));
+    out.clear();
     std::vector<ScanBlock>().swap(u.blocks);  // (`= {}` would keep the capacity)
     std::vector<Part::Found>().swap(u.found);
     bool wake = false;
     {
       std::lock_guard<std::mutex> lock(mu);
-      u.rendered = true;
-      wake = waited_unit == &u;
+      units.pop_front();
+      if (error && !failed) {
+        failed = error;
+        stop = true;
+      }
+      wake = waits_units || error;
     }
+    if (error) work_cv.notify_all();
     if (wake) main_cv.notify_one();
   };
 
   const auto work = [&](unsigned me) {
     MatchCache cache(options);
     ReadBuffer buf;
-    std::deque<Unit*>& mine = to_render[me];
+    std::string out;
+    if (target.output != nullptr) out.reserve(chunk + chunk / 4);
     for (;;) {
       std::size_t i = 0;
       Unit* unit = nullptr;
       {
         std::unique_lock<std::mutex> lock(mu);
-        const auto ready = [&] { return stop || !mine.empty() || (next < parts.size() && next < handed + window); };
+        const auto front_free = [&] { return !units.empty() && !units.front().taken; };
+        const auto can_scan = [&] { return next < parts.size() && next < handed + window; };
+        const auto ready = [&] { return stop || front_free() || can_scan(); };
         if (!ready()) {
           ++idle;
           work_cv.wait(lock, ready);
           --idle;
         }
         if (stop) return;
-        if (!mine.empty()) {
-          unit = mine.front();
-          mine.pop_front();
+        // The worker that scanned the unit's part allocated most of its
+        // blocks: another one renders it only when it has no part to scan,
+        // as blocks freed by another thread contend for the allocator's
+        // locks.
+        if (front_free() && (units.front().owner == me || !can_scan())) {
+          unit = &units.front();
+          unit->taken = true;
         } else {
           i = next++;
         }
       }
       if (unit != nullptr) {
-        render(*unit);
+        render(*unit, out);
         continue;
       }
       Part& part = parts[i];
@@ -1243,42 +1240,24 @@ ScanStats scan_file_parallel(int fd, std::size_t size, unsigned threads, std::si
     bool wake = false;
     {
       std::lock_guard<std::mutex> lock(mu);
-      if (any) {
-        units.push_back(std::move(pending));
-        to_render[units.back().owner].push_back(&units.back());
-      }
+      if (any) units.push_back(std::move(pending));
       handed = upto;
       wake = idle > 0;
     }
     if (any) pending = Unit{};
     if (wake) work_cv.notify_all();
   };
-  // Writes the units rendered at the front, waiting while more than `keep`
-  // are left.
-  const auto write_units = [&](std::size_t keep) {
-    for (;;) {
-      Unit* u = nullptr;
-      {
-        std::unique_lock<std::mutex> lock(mu);
-        if (units.empty()) return;
-        if (units.size() > keep && !units.front().rendered) {
-          waited_unit = &units.front();
-          main_cv.wait(lock, [&] { return units.front().rendered; });
-          waited_unit = nullptr;
-        }
-        if (!units.front().rendered) return;
-        u = &units.front();
-      }
-      if (u->error) std::rethrow_exception(u->error);
-      for (std::string& piece : u->pieces) {
-        if (!piece.empty()) target.output->write(piece);
-        piece.clear();
-      }
-      std::lock_guard<std::mutex> lock(mu);
-      for (std::string& piece : u->pieces)
-        if (spare.size() < max_spare) spare.push_back(std::move(piece));
-      units.pop_front();
+  // Waits while more than `keep` units are left to write; throws what a
+  // render or a write threw.
+  const auto wait_units = [&](std::size_t keep) {
+    std::unique_lock<std::mutex> lock(mu);
+    const auto ready = [&] { return units.size() <= keep || failed; };
+    if (!ready()) {
+      waits_units = true;
+      main_cv.wait(lock, ready);
+      waits_units = false;
     }
+    if (failed) std::rethrow_exception(failed);
   };
 
   const unsigned n_threads = static_cast<unsigned>(std::min<std::size_t>(threads, parts.size()));
@@ -1294,11 +1273,12 @@ ScanStats scan_file_parallel(int fd, std::size_t size, unsigned threads, std::si
       Part& part = parts[i];
       {
         std::unique_lock<std::mutex> lock(mu);
-        if (!part.done) {
+        if (!part.done && !failed) {
           waited_part = i;
-          main_cv.wait(lock, [&] { return part.done; });
+          main_cv.wait(lock, [&] { return part.done || failed; });
           waited_part = npos;
         }
+        if (failed) std::rethrow_exception(failed);
       }
       if (part.error) std::rethrow_exception(part.error);
       std::uint64_t from = 0;  // the part's blocks opened at this line or later are handed out
@@ -1369,14 +1349,14 @@ ScanStats scan_file_parallel(int fd, std::size_t size, unsigned threads, std::si
       lines_before += part.lines;
       pending.owner = part.owner;
       hand_out(i + 1);
-      if (target.output != nullptr) write_units(max_units);
+      if (target.output != nullptr) wait_units(max_units);
       stats.bytes += part.end - part.begin;
       progress(stats.bytes);
     }
     if (current) current->finish();
     if (!parts.empty()) pending.owner = parts.back().owner;
     hand_out(parts.size());
-    if (target.output != nullptr) write_units(0);
+    if (target.output != nullptr) wait_units(0);
     join();
     stats.lines = lines_before;
     progress.end(stats.bytes);

@@ -9,6 +9,7 @@
 #include <functional>
 #include <iostream>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string_view>
 #include <system_error>
@@ -225,8 +226,12 @@ int scan(const ScanOpts& a) {
     repeats.append(block, out, render);
   };
   std::unique_ptr<ProgressBar> bar;
+  std::mutex bar_mu;  // writes come from the scanning threads, progress from this one
   json_out.write = [&](std::string_view bytes) {
-    bar.reset();  // a JSON line never lands on top of the bar
+    {
+      const std::lock_guard<std::mutex> lock(bar_mu);
+      bar.reset();  // a JSON line never lands on top of the bar
+    }
     // Whole blocks, as they are ready (per read of a stream, per piece of a
     // file's part): a reader (jq, a pipeline) sees them without waiting for
     // the end.
@@ -249,7 +254,8 @@ int scan(const ScanOpts& a) {
     options.on_progress = nullptr;
     // Through the pointer: a JSON write takes the bar down for good.
     if (bar)
-      options.on_progress = [&bar](std::uint64_t done) {
+      options.on_progress = [&bar, &bar_mu](std::uint64_t done) {
+        const std::lock_guard<std::mutex> lock(bar_mu);
         if (bar) (*bar)(done);
       };
     const auto visit = [&](const errshim::ScanBlock& block) { summary.add(block); };
