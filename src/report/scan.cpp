@@ -943,37 +943,48 @@ struct Part {
   bool final = false;
   unsigned owner = 0;  // the worker that scanned it
   std::unique_ptr<Driver> driver;
-  // A block as found, with what a ScanBlock adds kept once in the verdict:
-  // a whole ScanBlock is four times the size, and the blocks of the parts in
-  // flight at high density were thousands of pages touched fresh.
+  // A block as found, with what a ScanBlock adds kept once in the verdict
+  // and its text in its part's `Kept::texts`: a whole ScanBlock is four
+  // times the size, and the blocks of the parts in flight at high density
+  // were thousands of pages touched fresh.
   struct Found {
-    Found(ScanBlock& b, std::uint64_t opened, std::shared_ptr<const MatchResult> v)
-        : text(std::move(b.text)),
+    Found(ScanBlock& b, std::string& texts, std::uint64_t opened, std::shared_ptr<const MatchResult> v)
+        : text_at(texts.size()),
+          text_size(b.text.size()),
           line(b.line),
           lines(b.lines),
           opened_at(opened),
           verdict(std::move(v)),
           kind(b.kind),
-          truncated(b.truncated) {}
-    std::string text;
+          truncated(b.truncated) {
+      texts += b.text;
+    }
+    std::size_t text_at, text_size;
     std::uint64_t line, lines, opened_at;
     std::shared_ptr<const MatchResult> verdict;
     BlockKind kind;
     bool truncated;
     // The whole block in `out` (its file name already there), `line_offset`
     // lines on: `out` assigned to again and again keeps its strings' room.
-    // The text moves out of the kept block.
-    void into(ScanBlock& out, std::uint64_t line_offset) {
+    void into(ScanBlock& out, std::uint64_t line_offset, const std::string& texts) const {
       out.line = line + line_offset;
       out.lines = lines;
       out.kind = kind;
       out.truncated = truncated;
-      out.text.swap(text);
+      out.text.assign(texts, text_at, text_size);
       out.diagnosis = verdict->diagnosis;
       out.problems = verdict->problems;
     }
   };
-  std::vector<Found> blocks;
+  // A part's blocks and their texts, one after another. Taken from those
+  // whose blocks were handed out (emptied, their room kept): each block's
+  // own string, kept until its turn, grew the heap into fresh pages at high
+  // density, and was freed cold.
+  struct Kept {
+    std::vector<Found> blocks;
+    std::string texts;
+  };
+  Kept kept;
   std::uint64_t lines = 0;
   bool done = false;
   std::exception_ptr error;
@@ -986,7 +997,7 @@ struct Part {
 struct Unit {
   unsigned owner = 0;  // the worker that scanned its part
   std::vector<ScanBlock> blocks;
-  std::vector<Part::Found> found;
+  Part::Kept found;
   std::uint64_t from = 0, line_offset = 0;
   bool taken = false;  // by the worker rendering it
 };
@@ -1056,11 +1067,28 @@ ScanStats scan_file_parallel(int fd, std::size_t size, unsigned threads, std::si
   bool stop = false;
   std::exception_ptr failed;  // what a render or a write threw
   // Handed out, not yet written; a deque keeps the others in place. Only the
-  // front is rendered, by the first worker free, which writes its bytes as
-  // they gather: output that waited for its turn in memory, a part's worth
-  // of it per worker, cost page faults and cold writes that made the scan
-  // slower with threads at high density (README.md, "Scanning logs").
+  // front is rendered, by a worker that writes its bytes as they gather:
+  // output that waited for its turn in memory, a part's worth of it per
+  // worker, cost page faults and cold writes that made the scan slower with
+  // threads at high density (README.md, "Scanning logs").
   std::deque<Unit> units;
+  // The room of parts whose blocks have been handed out, for the parts
+  // scanned next; with `mu` held.
+  std::vector<Part::Kept> spare_kept;
+  const auto take_kept = [&] {
+    Part::Kept k;
+    if (!spare_kept.empty()) {
+      k = std::move(spare_kept.back());
+      spare_kept.pop_back();
+    }
+    return k;
+  };
+  const auto give_back = [&](Part::Kept&& k) {
+    if (k.blocks.capacity() == 0 || spare_kept.size() > window + max_units + threads) return;
+    k.blocks.clear();
+    k.texts.clear();
+    spare_kept.push_back(std::move(k));
+  };
   // Reads part i into `part` and scans it with `driver`, through `buf`.
   const auto read_part = [&](std::size_t i, Part& part, Driver& driver, ReadBuffer& buf) {
     const std::uint64_t lo = i * part_bytes;
@@ -1126,12 +1154,13 @@ ScanStats scan_file_parallel(int fd, std::size_t size, unsigned threads, std::si
       out.clear();
     };
     try {
+      if (out.capacity() < chunk) out.reserve(chunk + chunk / 4);
       for (const ScanBlock& b : u.blocks) add(b);
       ScanBlock whole;
       whole.file = path;
-      for (Part::Found& f : u.found) {
+      for (const Part::Found& f : u.found.blocks) {
         if (f.opened_at < u.from) continue;
-        f.into(whole, u.line_offset);
+        f.into(whole, u.line_offset, u.found.texts);
         add(whole);
       }
       if (!out.empty()) target.output->write(out);
@@ -1140,10 +1169,11 @@ ScanStats scan_file_parallel(int fd, std::size_t size, unsigned threads, std::si
     }
     out.clear();
     std::vector<ScanBlock>().swap(u.blocks);  // (`= {}` would keep the capacity)
-    std::vector<Part::Found>().swap(u.found);
+    u.found.blocks.clear();
     bool wake = false;
     {
       std::lock_guard<std::mutex> lock(mu);
+      give_back(std::move(u.found));
       units.pop_front();
       if (error && !failed) {
         failed = error;
@@ -1158,8 +1188,7 @@ ScanStats scan_file_parallel(int fd, std::size_t size, unsigned threads, std::si
   const auto work = [&](unsigned me) {
     MatchCache cache(options);
     ReadBuffer buf;
-    std::string out;
-    if (target.output != nullptr) out.reserve(chunk + chunk / 4);
+    std::string out;  // rendered bytes (a unit's, at most `chunk`)
     for (;;) {
       std::size_t i = 0;
       Unit* unit = nullptr;
@@ -1183,6 +1212,7 @@ ScanStats scan_file_parallel(int fd, std::size_t size, unsigned threads, std::si
           unit->taken = true;
         } else {
           i = next++;
+          parts[i].kept = take_kept();
         }
       }
       if (unit != nullptr) {
@@ -1194,7 +1224,9 @@ ScanStats scan_file_parallel(int fd, std::size_t size, unsigned threads, std::si
       try {
         auto driver = std::make_unique<Driver>(path, catalog, options, nullptr);
         Driver* d = driver.get();
-        driver->set_sink([&part, d](ScanBlock& b) { part.blocks.emplace_back(b, d->opened_at(), d->take_verdict()); });
+        driver->set_sink([&part, d](ScanBlock& b) {
+          part.kept.blocks.emplace_back(b, part.kept.texts, d->opened_at(), d->take_verdict());
+        });
         driver->set_cache(&cache);
         driver->set_keep_verdicts(true);
         driver->record_active();
@@ -1236,7 +1268,7 @@ ScanStats scan_file_parallel(int fd, std::size_t size, unsigned threads, std::si
   };
   // Hands out `pending` (if it has blocks) and parts up to `upto`.
   const auto hand_out = [&](std::size_t upto) {
-    const bool any = !pending.blocks.empty() || !pending.found.empty();
+    const bool any = !pending.blocks.empty() || !pending.found.blocks.empty();
     bool wake = false;
     {
       std::lock_guard<std::mutex> lock(mu);
@@ -1317,20 +1349,20 @@ ScanStats scan_file_parallel(int fd, std::size_t size, unsigned threads, std::si
         if (target.output != nullptr) {
           // Handed to the worker that found them whole: no copy here, and
           // freed by the thread that allocated them.
-          for (const Part::Found& f : part.blocks) {
+          for (const Part::Found& f : part.kept.blocks) {
             if (f.opened_at < from) continue;
             ++stats.blocks;
             if (f.verdict->diagnosis) ++stats.matched;
           }
-          pending.found = std::move(part.blocks);
+          pending.found = std::move(part.kept);
           pending.from = from;
           pending.line_offset = lines_before;
         } else {
           ScanBlock whole;
           whole.file = path;
-          for (Part::Found& f : part.blocks) {
+          for (const Part::Found& f : part.kept.blocks) {
             if (f.opened_at < from) continue;
-            f.into(whole, lines_before);
+            f.into(whole, lines_before, part.kept.texts);
             emit(whole);
           }
         }
@@ -1341,9 +1373,13 @@ ScanStats scan_file_parallel(int fd, std::size_t size, unsigned threads, std::si
         current->set_cache(&cache);
         current->set_keep_verdicts(false);
       }
-      // Swapped out: `= {}` keeps the capacity, and every part handed out
-      // would hold on to its own.
-      std::vector<Part::Found>().swap(part.blocks);
+      // Its room goes to the parts after it: each part handed out would
+      // hold on to its own.
+      part.kept.blocks.clear();
+      {
+        std::lock_guard<std::mutex> lock(mu);
+        give_back(std::move(part.kept));
+      }
       part.driver.reset();
       std::string().swap(part.head);
       lines_before += part.lines;
